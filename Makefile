@@ -1,0 +1,54 @@
+# The two README commands: `make demo` and `make test`. Each does its own set-up,
+# idempotently: a venv with the pinned stack, Java and Maven if missing, Delta's JARs
+# fetched once into .cache/jars. A second run skips what is already there.
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+REFERENCE ?= ../shared/reference
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-fast setup system-deps registry lint bench clean distclean
+
+demo: setup
+	@$(BIN)/auditlake demo
+
+test: setup
+	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	@$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+setup: system-deps $(STAMP)
+	@$(BIN)/auditlake setup
+
+# Java 17+ runs Spark; Maven fetches the Delta JARs once. Installed only when missing.
+system-deps:
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+	  echo "installing Java 17 and Maven (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null; }
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing the pinned stack into $(VENV) (first run only)"
+	@$(BIN)/pip install -q --disable-pip-version-check -e ".[dev]"
+	@touch $(STAMP)
+
+# Rebuild the committed event registry from the Tableau references.
+registry: $(STAMP)
+	@$(BIN)/python -m pipelines.registry.build --reference $(REFERENCE)
+
+lint: $(STAMP)
+	@$(BIN)/ruff check pipelines tests
+
+bench: setup
+	@$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]"
+	@$(BIN)/auditlake bench --layer bronze --events 1000000
+
+clean:
+	rm -rf data spark-warehouse metastore_db derby.log .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) .cache

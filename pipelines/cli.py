@@ -1,0 +1,202 @@
+"""``auditlake``: the command-line entry point.
+
+    auditlake setup                         fetch Delta's JARs into the project cache (once)
+    auditlake registry --format json        print the event registry
+    auditlake generate --out DIR --events N [--seed S] [--start ISO --days D] [--dirty]
+    auditlake refresh --layers bronze [--source DIR]
+    auditlake demo                          generate sample data, refresh every layer, summarise
+    auditlake bench --layer bronze --events N
+
+Global: ``--env NAME`` (default $AUDITLAKE_ENV or ``local``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipelines.config import Config, ConfigError, load_config
+
+
+def _iso(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def cmd_setup(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.jars import fetch_jars, missing_jars
+
+    if not missing_jars(cfg):
+        if args.verbose:
+            _log("setup: Delta JARs already cached")
+        return 0
+    fetch_jars(cfg, log=_log)
+    _log(f"setup: JARs cached in {cfg.path('paths.jars_dir')}")
+    return 0
+
+
+def cmd_registry(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.registry import load_registry
+
+    registry = load_registry()
+    if args.format == "json":
+        json.dump(registry, sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        for family, fam in registry["families"].items():
+            events = fam["events"]
+            legacy = sum("legacy" in e["editions"] for e in events.values())
+            deprecated = sorted(n for n, e in events.items() if e["deprecated"])
+            print(
+                f"{family}: {len(events)} event types ({legacy} also in the legacy edition), "
+                f"{len(fam['common_attributes'])} common attributes, deprecated: {', '.join(deprecated) or 'none'}"
+            )
+    return 0
+
+
+def _generate(cfg: Config, out: Path, events: int, seed: int, start: datetime, days: int, dirty: bool) -> dict:
+    from pipelines.generate import generate_activity_log
+
+    started = time.monotonic()
+    summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=_log)
+    _log(
+        f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
+        f"({summary['gzip_files']} gzip) under {out} in {time.monotonic() - started:.1f}s"
+        + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
+    )
+    return summary
+
+
+def cmd_generate(cfg: Config, args: argparse.Namespace) -> int:
+    start = args.start or _iso(cfg.get("generate.start"))
+    days = args.days or cfg.get("generate.days")
+    _generate(cfg, Path(args.out), args.events, args.seed, start, days, args.dirty)
+    return 0
+
+
+def _print_summary(spark, cfg: Config, started: float) -> None:
+    from pipelines.refresh import table_counts
+
+    _log("")
+    _log(f"{'table':<34} {'rows':>10} {'flagged':>10}")
+    for table, rows, flagged in table_counts(spark, cfg):
+        _log(f"{table:<34} {rows:>10} {flagged:>10}")
+    _log(f"time taken: {time.monotonic() - started:.1f}s")
+
+
+def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.refresh import parse_layers, run_refresh
+    from pipelines.spark_session import build_spark
+
+    started = time.monotonic()
+    layers = parse_layers(args.layers)
+    source = Path(args.source) if args.source else None
+    if source is not None and not source.is_dir():
+        raise ConfigError(f"--source {source}: no such folder")
+    spark = build_spark(cfg)
+    run_refresh(spark, cfg, layers, source, log=_log)
+    _print_summary(spark, cfg, started)
+    return 0
+
+
+def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
+    """Generate sample data into the landing folder (once) and refresh every layer."""
+    from pipelines.refresh import LAYERS, run_refresh
+    from pipelines.spark_session import build_spark
+
+    started = time.monotonic()
+    landing = cfg.path("paths.landing_dir")
+    if landing.is_dir() and any(landing.iterdir()):
+        _log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
+    else:
+        _generate(
+            cfg, landing, cfg.get("generate.events"), cfg.get("generate.seed"),
+            _iso(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
+        )
+    spark = build_spark(cfg)
+    run_refresh(spark, cfg, list(LAYERS), None, log=_log)
+    _print_summary(spark, cfg, started)
+    return 0
+
+
+def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.bench import run_bench
+
+    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), log=_log)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="auditlake", description="Audit lakehouse for Tableau")
+    parser.add_argument("--env", help="configuration environment (conf/<env>.yaml); default $AUDITLAKE_ENV or local")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("setup", help="fetch Delta's JARs into the project cache (idempotent)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=cmd_setup)
+
+    p = sub.add_parser("registry", help="print the event registry")
+    p.add_argument("--format", choices=["json", "summary"], default="summary")
+    p.set_defaults(func=cmd_registry)
+
+    p = sub.add_parser("generate", help="write a realistic sample Activity Log")
+    p.add_argument("--out", required=True)
+    p.add_argument("--events", type=_positive, required=True)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--start", type=_iso, help="first event hour, ISO-8601 (default from conf)")
+    p.add_argument("--days", type=_positive, help="days of activity (default from conf)")
+    p.add_argument("--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("refresh", help="run the layered refresh")
+    p.add_argument("--layers", default="bronze", help="comma-separated layers (default: bronze)")
+    p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
+    p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="measure a layer against a bare scan (figures to docs/performance.md)")
+    p.add_argument("--layer", choices=["bronze"], default="bronze")
+    p.add_argument("--events", type=_positive, default=1_000_000)
+    p.add_argument("--doc", default="docs/performance.md")
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.env)
+        return args.func(cfg, args)
+    except ConfigError as exc:
+        print(f"auditlake: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, RuntimeError) as exc:
+        print(f"auditlake: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""The layered refresh: run the requested layers in order and report what each did."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines import bronze
+from pipelines.config import Config
+
+LAYERS = ("bronze",)
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class RefreshReport:
+    run_id: str
+    layers: list[str]
+    bronze: list[bronze.LandingResult] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def parse_layers(text: str) -> list[str]:
+    """``"bronze,silver"`` -> ordered, validated layer list."""
+    wanted = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [w for w in wanted if w not in LAYERS]
+    if unknown or not wanted:
+        raise ValueError(f"unknown layer(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(LAYERS)}")
+    return [layer for layer in LAYERS if layer in wanted]
+
+
+def run_refresh(
+    spark: SparkSession, cfg: Config, layers: list[str], source_dir: Path | None = None, log=print
+) -> RefreshReport:
+    report = RefreshReport(new_run_id(), layers)
+    log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
+    if "bronze" in layers:
+        started = time.monotonic()
+        report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
+        report.seconds["bronze"] = time.monotonic() - started
+    return report
+
+
+def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, int]]:
+    """(table, rows, flagged rows) for every bronze table that exists."""
+    out = []
+    for family in bronze.FAMILIES:
+        table = bronze.bronze_table(cfg, family)
+        if spark.catalog.tableExists(table):
+            row = spark.sql(
+                f"SELECT count(*) AS n, count_if(parse_status <> 'ok') AS bad FROM {table}"
+            ).first()
+            out.append((table, row["n"], row["bad"]))
+    return out

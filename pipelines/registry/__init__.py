@@ -1,0 +1,82 @@
+"""The event registry: every documented event type and its typed attributes.
+
+The data lives in ``event_registry.json`` beside this module, generated from the
+Tableau references by ``pipelines.registry.build`` and committed. Nothing here
+reads the references at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+REGISTRY_PATH = Path(__file__).with_name("event_registry.json")
+FAMILIES = ("site", "tenant")
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    name: str
+    spark_type: str
+    description: str
+    editions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    family: str
+    event_type: str
+    description: str
+    editions: tuple[str, ...]
+    deprecated: bool
+    replaced_by: str | None
+    aliases: tuple[str, ...]
+    attributes: tuple[AttributeSpec, ...]
+
+
+def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
+    return tuple(
+        AttributeSpec(a["name"], a["spark_type"], a["description"], tuple(a["editions"])) for a in raw
+    )
+
+
+@lru_cache(maxsize=1)
+def load_registry(path: Path = REGISTRY_PATH) -> dict:
+    """The registry as stored (plain dict, JSON-shaped)."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def common_attributes(family: str) -> tuple[AttributeSpec, ...]:
+    """Attributes every event of ``family`` carries (recorded once per family)."""
+    return _attrs(load_registry()["families"][family]["common_attributes"])
+
+
+def event_specs(family: str | None = None) -> list[EventSpec]:
+    """Every event type, optionally of one family, sorted by family then name."""
+    out = []
+    for fam in FAMILIES if family is None else (family,):
+        for name, ev in load_registry()["families"][fam]["events"].items():
+            out.append(
+                EventSpec(
+                    family=fam,
+                    event_type=name,
+                    description=ev["description"],
+                    editions=tuple(ev["editions"]),
+                    deprecated=ev["deprecated"],
+                    replaced_by=ev["replaced_by"],
+                    aliases=tuple(ev["aliases"]),
+                    attributes=_attrs(ev["attributes"]),
+                )
+            )
+    return out
+
+
+def event_spec(family: str, event_type: str) -> EventSpec:
+    """One event type; raises KeyError naming the family and type if unknown."""
+    for spec in event_specs(family):
+        if spec.event_type == event_type or event_type in spec.aliases:
+            return spec
+    raise KeyError(f"unknown {family} event type: {event_type}")

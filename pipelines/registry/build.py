@@ -1,0 +1,310 @@
+"""Build the event registry from the Tableau reference texts.
+
+Run ``python -m pipelines.registry.build --reference ../shared/reference`` (or
+``make registry``). It writes ``pipelines/registry/event_registry.json``, which is
+committed: the product reads that file and never needs the references at run time.
+
+The references come in two layouts:
+- current editions (site EN/ES, tenant): ``name | type | description |`` tables,
+  cells that wrap onto following lines, an event heading line followed by
+  "The <name> event is logged when ..." (or "The legacy ... from historical_events").
+- the legacy site edition: space-separated ``name type description`` rows.
+Quirks handled here are listed in ``normalise_type`` and ``_fix_nameless_row``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REGISTRY_PATH = Path(__file__).with_name("event_registry.json")
+
+SOURCES = {
+    "site_current": "activity-log-site-events.en.txt",
+    "site_legacy": "activity-log-site-events.legacy.en.txt",
+    "tenant_current": "activity-log-tenant-events.en.txt",
+    "site_current_es": "activity-log-site-events.es.txt",
+}
+
+# Documented type word -> Spark SQL type. Anything else (typos such as "sring",
+# descriptions that slipped into the type column) is a string: a string is a string.
+_TYPE_MAP = {
+    "integer": "int",
+    "int": "int",
+    "entero": "int",
+    "long": "bigint",
+    "bool": "boolean",
+    "boolean": "boolean",
+    "booleano": "boolean",
+    "float": "double",
+    "double": "double",
+}
+_TYPE_WORDS = set(_TYPE_MAP) | {"string", "sring", "cadena"}
+# When editions disagree, the wider type wins so no documented value is lost.
+_TYPE_WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "string": 4}
+
+_HEADER_RE = re.compile(r"^(Attribute Name|Nombre del atributo) \| (Type|Tipo) \| (Description|Descripción) \|$")
+_EVENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_LEGACY_ROW_RE = re.compile(r"^([a-z][A-Za-z0-9_]*) (string|integer|long|bool|boolean|float) ?(.*)$")
+_ONLY_COMMON_RE = re.compile(r"only uses common attributes|solo usa atributos comunes", re.I)
+_DEPRECATED_RE = re.compile(r"\bDeprecated\b[^.]*\.(?:\s*Use the (\w+) event instead\.)?", re.I)
+
+
+def normalise_type(documented: str) -> str:
+    """Map a documented type cell to a Spark SQL type name."""
+    return _TYPE_MAP.get(documented.strip().lower(), "string")
+
+
+def _wider(a: str, b: str) -> str:
+    return a if _TYPE_WIDTH[a] >= _TYPE_WIDTH[b] else b
+
+
+@dataclass
+class Attribute:
+    name: str
+    documented_type: str
+    description: str
+    note: str | None = None
+
+    @property
+    def spark_type(self) -> str:
+        return normalise_type(self.documented_type)
+
+
+@dataclass
+class EventTable:
+    name: str
+    intro: list[str] = field(default_factory=list)
+    attributes: list[Attribute] = field(default_factory=list)
+
+    @property
+    def description(self) -> str:
+        return " ".join(" ".join(self.intro).split())
+
+
+def _cells(line: str) -> list[str]:
+    parts = [p.strip() for p in line.split("|")]
+    if parts and parts[-1] == "":
+        parts = parts[:-1]
+    return parts
+
+
+def _fix_nameless_row(cells: list[str]) -> Attribute | None:
+    """A row like ``string | Email address of the user | |`` lost its name.
+
+    The attribute name was a link in the source page and got stripped; the
+    description tells what it was (``email``). Only that shape is repaired.
+    """
+    if len(cells) >= 2 and cells[0].lower() in _TYPE_WORDS and cells[1].lower() not in _TYPE_WORDS:
+        first_word = cells[1].split()[0].lower() if cells[1] else ""
+        if first_word in {"email", "dirección"}:
+            return Attribute("email", cells[0], cells[1], note="name missing in reference; inferred from description")
+    return None
+
+
+def _starts_event_table(lines: list[str], i: int) -> bool:
+    """An event heading is a bare name followed by its intro and, soon after, a table header."""
+    window = [ln.strip() for ln in lines[i + 1 : i + 6]]
+    return bool(window) and any(_HEADER_RE.match(ln) for ln in window[1:]) and not _HEADER_RE.match(window[0])
+
+
+def parse_pipe_tables(text: str) -> tuple[list[Attribute], list[EventTable]]:
+    """Parse a current-edition reference: common attributes, then one table per event."""
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    common: list[Attribute] = []
+    events: list[EventTable] = []
+    current_attrs: list[Attribute] | None = None
+    current_event: EventTable | None = None
+    in_table = False
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if _EVENT_NAME_RE.match(line) and _starts_event_table(lines, i):
+            current_event = EventTable(line)
+            events.append(current_event)
+            current_attrs = current_event.attributes
+            in_table = False
+        elif _HEADER_RE.match(line):
+            if current_event is None:
+                current_attrs = common
+            in_table = True
+            i += 1  # the ---|---|---| separator
+        elif in_table and line:
+            cells = _cells(line)
+            fixed = _fix_nameless_row(cells)
+            if fixed is not None:
+                current_attrs.append(fixed)
+            elif _ONLY_COMMON_RE.search(line):
+                pass
+            elif len(cells) >= 2 and re.match(r"^[A-Za-z][A-Za-z0-9_]*$", cells[0]) and "|" in line:
+                desc = cells[2] if len(cells) > 2 else ""
+                current_attrs.append(Attribute(cells[0], cells[1], desc))
+            elif current_attrs:
+                # A wrapped cell: the description continues on its own line.
+                text_part = line.rstrip("|").strip()
+                last = current_attrs[-1]
+                last.description = (last.description + " " + text_part).strip()
+        elif current_event is not None and not in_table and line:
+            current_event.intro.append(line)
+        i += 1
+    return common, events
+
+
+def parse_legacy(text: str) -> list[EventTable]:
+    """Parse the legacy site edition (space separated, blank-line separated)."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    events: list[EventTable] = []
+    current: EventTable | None = None
+    in_table = False
+    nonblank = [ln for ln in lines]
+    for idx, line in enumerate(nonblank):
+        if not line:
+            continue
+        following = next((ln for ln in nonblank[idx + 1 :] if ln), "")
+        if _EVENT_NAME_RE.match(line) and following.startswith("The "):
+            current = EventTable(line)
+            events.append(current)
+            in_table = False
+        elif line.startswith("Attribute Name Type Description"):
+            in_table = True
+        elif current is not None and in_table:
+            m = _LEGACY_ROW_RE.match(line)
+            if m:
+                current.attributes.append(Attribute(m.group(1), m.group(2), m.group(3).strip()))
+            elif current.attributes:
+                current.attributes[-1].description += " " + line
+        elif current is not None:
+            current.intro.append(line)
+    return events
+
+
+def _attr_dict(attr: Attribute, editions: list[str]) -> dict:
+    out = {
+        "name": attr.name,
+        "spark_type": attr.spark_type,
+        "documented_type": attr.documented_type,
+        "description": " ".join(attr.description.split()),
+        "editions": editions,
+    }
+    if attr.note:
+        out["note"] = attr.note
+    return out
+
+
+def _deprecation(description: str) -> tuple[bool, str | None]:
+    m = _DEPRECATED_RE.search(description)
+    if not m:
+        return False, None
+    return True, m.group(1)
+
+
+def _alias(event: EventTable) -> str | None:
+    """The intro sometimes spells the name differently (``batch_revoke_sessions``)."""
+    words = event.description.split()
+    if len(words) > 1 and words[0] == "The" and _EVENT_NAME_RE.match(words[1]) and words[1] not in {event.name, "legacy"}:
+        return words[1]
+    return None
+
+
+def _merge_family(
+    common: list[Attribute],
+    editions: dict[str, list[EventTable]],
+) -> dict:
+    common_names = {a.name for a in common}
+    merged: dict[str, dict] = {}
+    for edition, events in editions.items():
+        for ev in events:
+            entry = merged.setdefault(
+                ev.name,
+                {"event_type": ev.name, "description": None, "editions": [], "attributes": {}, "aliases": []},
+            )
+            entry["editions"].append(edition)
+            if entry["description"] is None or edition == "current":
+                entry["description"] = ev.description
+            alias = _alias(ev)
+            if alias and alias not in entry["aliases"]:
+                entry["aliases"].append(alias)
+            for attr in ev.attributes:
+                if attr.name in common_names:
+                    continue  # recorded once, on the family
+                known = entry["attributes"].get(attr.name)
+                if known is None:
+                    entry["attributes"][attr.name] = _attr_dict(attr, [edition])
+                else:
+                    known["editions"].append(edition)
+                    known["spark_type"] = _wider(known["spark_type"], attr.spark_type)
+                    if edition == "current":
+                        known["description"] = " ".join(attr.description.split())
+                        known["documented_type"] = attr.documented_type
+    result = {}
+    for name in sorted(merged):
+        entry = merged[name]
+        deprecated, replaced_by = _deprecation(entry["description"])
+        entry["deprecated"] = deprecated
+        entry["replaced_by"] = replaced_by
+        entry["attributes"] = sorted(entry["attributes"].values(), key=lambda a: a["name"])
+        result[name] = entry
+    return result
+
+
+def build_registry(reference_dir: Path) -> dict:
+    """Parse every reference text under ``reference_dir`` into the registry dict."""
+    read = lambda key: (reference_dir / SOURCES[key]).read_text(encoding="utf-8")  # noqa: E731
+    site_common, site_events = parse_pipe_tables(read("site_current"))
+    legacy_events = parse_legacy(read("site_legacy"))
+    tenant_common, tenant_events = parse_pipe_tables(read("tenant_current"))
+    _, es_events = parse_pipe_tables(read("site_current_es"))
+
+    site = _merge_family(site_common, {"current": site_events, "legacy": legacy_events})
+    tenant = _merge_family(tenant_common, {"current": tenant_events})
+
+    # Spanish edition: descriptions only (names on the wire are never translated).
+    es_by_name = {ev.name: ev.description for ev in es_events}
+    for name, entry in site.items():
+        if name in es_by_name:
+            entry["description_es"] = es_by_name[name]
+
+    return {
+        "registry_version": 1,
+        "sources": {k: v for k, v in SOURCES.items()},
+        "families": {
+            "site": {
+                "common_attributes": [_attr_dict(a, ["current"]) for a in site_common],
+                "events": site,
+            },
+            "tenant": {
+                "common_attributes": [_attr_dict(a, ["current"]) for a in tenant_common],
+                "events": tenant,
+            },
+        },
+    }
+
+
+def render(registry: dict) -> str:
+    return json.dumps(registry, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=Path, default=Path("../shared/reference"))
+    parser.add_argument("--out", type=Path, default=REGISTRY_PATH)
+    args = parser.parse_args(argv)
+    if not args.reference.is_dir():
+        print(f"error: reference folder not found: {args.reference}", file=sys.stderr)
+        return 2
+    registry = build_registry(args.reference)
+    args.out.write_text(render(registry), encoding="utf-8")
+    fams = registry["families"]
+    print(
+        f"wrote {args.out}: site {len(fams['site']['events'])} event types, "
+        f"tenant {len(fams['tenant']['events'])} event types"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The one place Spark and Delta are configured.
+
+Delta needs its SQL extension and catalog; the JARs come from the project-local
+cache filled by ``auditlake setup`` (so a run never needs the network). The
+embedded Derby metastore and the warehouse live under ``paths.data_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+from pipelines.jars import jar_paths, missing_jars
+
+
+def spark_conf(cfg: Config) -> dict[str, str]:
+    """Every Spark setting the lakehouse uses, as strings (also handy for spark-submit / Thrift)."""
+    if missing_jars(cfg):
+        raise RuntimeError(
+            f"Delta JARs missing from {cfg.path('paths.jars_dir')}: run `auditlake setup` (or `make setup`) first"
+        )
+    metastore = cfg.metastore_dir
+    conf = {
+        "spark.jars": ",".join(str(p) for p in jar_paths(cfg)),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": str(cfg.warehouse_dir),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={metastore}",
+        "spark.driver.memory": cfg.get("spark.driver_memory"),
+        "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        # Small local tables: skip Delta's per-commit statistics collection cost where it does not pay.
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+    }
+    conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
+    return conf
+
+
+def build_spark(cfg: Config) -> SparkSession:
+    """Build (or return the running) Delta-enabled SparkSession for ``cfg``."""
+    # The driver and workers must run this interpreter (the project's venv).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    cfg.metastore_dir.mkdir(parents=True, exist_ok=True)
+    cfg.warehouse_dir.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))
+    for key, value in spark_conf(cfg).items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

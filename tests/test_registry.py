@@ -1,0 +1,93 @@
+"""The event registry: derived from the references, committed, and right where it matters."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.registry import REGISTRY_PATH, common_attributes, event_spec, event_specs, load_registry
+from pipelines.registry.build import build_registry, normalise_type, render
+from tests.conftest import REFERENCE_DIR
+
+
+@pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="../shared/reference not beside the project")
+def test_committed_registry_is_what_the_references_give():
+    rebuilt = render(build_registry(REFERENCE_DIR))
+    assert rebuilt == REGISTRY_PATH.read_text(encoding="utf-8"), (
+        "event_registry.json is stale: run `make registry` and commit it"
+    )
+
+
+def test_counts_per_family_and_edition():
+    site = event_specs("site")
+    tenant = event_specs("tenant")
+    assert len(site) == 209
+    assert sum("legacy" in s.editions for s in site) == 55
+    assert len(tenant) == 35
+    assert len(common_attributes("site")) == 9
+    assert len(common_attributes("tenant")) == 19
+
+
+@pytest.mark.parametrize(
+    ("documented", "spark_type"),
+    [("integer", "int"), ("long", "bigint"), ("bool", "boolean"), ("boolean", "boolean"),
+     ("float", "double"), ("string", "string"), ("sring", "string"), ("Email address of the user", "string")],
+)
+def test_type_normalisation(documented, spark_type):
+    assert normalise_type(documented) == spark_type
+
+
+def _attr(family, event, name):
+    return next(a for a in event_spec(family, event).attributes if a.name == name)
+
+
+def test_spot_values():
+    assert _attr("site", "background_job", "duration").spark_type == "bigint"
+    assert _attr("site", "background_job", "scheduleName").spark_type == "string"  # "sring" in the reference
+    assert _attr("site", "background_job", "isRunNow").spark_type == "boolean"
+    # a wrapped cell: the description continues on the next line of the reference
+    assert _attr("site", "background_job", "eventState").description == "State of the job"
+    names = {a.name for a in event_spec("site", "hist_login").attributes}
+    assert {"actorExternalId", "groupNames", "siteName", "impersonatedUserId"} <= names
+    assert _attr("site", "hist_login", "impersonatedUserId").editions == ("legacy",)
+    assert event_spec("site", "set_permissions").deprecated is False
+    create = event_spec("site", "create_permissions")
+    assert create.deprecated and create.replaced_by == "set_permissions"
+    assert {"current", "legacy"} == set(create.editions)
+    site_common = {a.name: a.spark_type for a in common_attributes("site")}
+    assert site_common["siteRoleId"] == "int" and site_common["actorUserLuid"] == "string"
+
+
+def test_nameless_email_rows_are_repaired():
+    email = _attr("site", "hist_create_user", "email")
+    assert email.spark_type == "string" and "Email" in email.description
+    assert _attr("tenant", "create_user", "email").spark_type == "string"
+
+
+def test_legacy_only_attributes_are_kept():
+    legacy = {a.name: a for a in event_spec("site", "add_delete_user_to_group").attributes}
+    for name in ("impersonatedUserId", "serviceName", "traceUuid"):
+        assert legacy[name].editions == ("legacy",)
+    assert set(legacy["isError"].editions) == {"current", "legacy"}
+
+
+def test_alias_from_the_intro_sentence():
+    assert event_spec("tenant", "batch_revoke_sessions").event_type == "batch_revoke_session"
+    with pytest.raises(KeyError, match="unknown tenant event type"):
+        event_spec("tenant", "hist_login")
+
+
+def test_spanish_descriptions_are_attached():
+    ev = load_registry()["families"]["site"]["events"]["add_delete_user_to_group"]
+    assert ev["description_es"] and ev["description_es"] != ev["description"]
+
+
+def test_registry_cli_prints_json():
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "registry", "--format", "json"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert json.loads(out)["families"]["site"]["events"]["hist_login"]["event_type"] == "hist_login"
