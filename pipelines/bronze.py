@@ -59,8 +59,9 @@ def landing_path(cfg: Config, family: str, source_dir: Path | None = None) -> Pa
 
 
 def _unquote_path(col: Column) -> Column:
-    # _metadata.file_path is a URI; keep the readable local form for lineage.
-    return F.regexp_replace(F.url_decode(col), r"^file:", "")
+    # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
+    # local form for lineage. '+' is protected first because url_decode reads it as a space.
+    return F.regexp_replace(F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B"))), r"^file:", "")
 
 
 def to_bronze_rows(raw: DataFrame, family: str, run_id: str) -> DataFrame:

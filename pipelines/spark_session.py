@@ -12,7 +12,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
+from pipelines.config import CONF_DIR, Config
 from pipelines.jars import jar_paths, missing_jars
 
 
@@ -30,13 +30,15 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(cfg.warehouse_dir),
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={metastore}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={metastore} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
+        ),
         "spark.driver.memory": cfg.get("spark.driver_memory"),
         "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
+        # Delta rebuilds table state with this many tasks (default 50): on a few cores, fewer is faster.
+        "spark.databricks.delta.snapshotPartitions": str(cfg.get("spark.shuffle_partitions")),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
-        # Small local tables: skip Delta's per-commit statistics collection cost where it does not pay.
-        "spark.databricks.delta.schema.autoMerge.enabled": "false",
     }
     conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
     return conf
@@ -47,6 +49,9 @@ def build_spark(cfg: Config) -> SparkSession:
     # The driver and workers must run this interpreter (the project's venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # A local run binds to loopback only (and skips the hostname lookup warning).
+    if cfg.get("spark.master").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cfg.metastore_dir.mkdir(parents=True, exist_ok=True)
     cfg.warehouse_dir.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))

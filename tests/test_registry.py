@@ -91,3 +91,12 @@ def test_registry_cli_prints_json():
         capture_output=True, text=True, check=True,
     ).stdout
     assert json.loads(out)["families"]["site"]["events"]["hist_login"]["event_type"] == "hist_login"
+
+
+def test_documented_codes_are_parsed():
+    common = {a.name: dict(a.codes) for a in common_attributes("site")}
+    assert common["siteRoleId"][11] == "SiteAdministratorCreator"
+    assert common["siteRoleId"][0] == "SiteAdministratorExplorer"
+    assert sorted(common["siteRoleId"]) == [0, 1, 2, 3, 7, 8, 9, 10, 11]
+    assert common["systemAdminLevel"] == {10: "System Admin", 0: "Not a system admin"}
+    assert dict(_attr("site", "hist_create_user", "siteAdminLevel").codes) == {5: "Site Admin", 0: "Not a site admin"}

@@ -22,6 +22,7 @@ class AttributeSpec:
     spark_type: str
     description: str
     editions: tuple[str, ...]
+    codes: tuple[tuple[int, str], ...] = ()  # documented code -> meaning, where the reference spells it out
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,14 @@ class EventSpec:
 
 def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
     return tuple(
-        AttributeSpec(a["name"], a["spark_type"], a["description"], tuple(a["editions"])) for a in raw
+        AttributeSpec(
+            a["name"],
+            a["spark_type"],
+            a["description"],
+            tuple(a["editions"]),
+            tuple((int(k), v) for k, v in a.get("codes", {}).items()),
+        )
+        for a in raw
     )
 
 

@@ -51,6 +51,8 @@ _HEADER_RE = re.compile(r"^(Attribute Name|Nombre del atributo) \| (Type|Tipo) \
 _EVENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _LEGACY_ROW_RE = re.compile(r"^([a-z][A-Za-z0-9_]*) (string|integer|long|bool|boolean|float) ?(.*)$")
 _ONLY_COMMON_RE = re.compile(r"only uses common attributes|solo usa atributos comunes", re.I)
+_CODES_RE = re.compile(r"The value (.*?)\.(?:\s|$)")
+_CODE_PAIR_RE = re.compile(r"(\d+) = ([^,]+?)(?=,|$| and \d)")
 _DEPRECATED_RE = re.compile(r"\bDeprecated\b[^.]*\.(?:\s*Use the (\w+) event instead\.)?", re.I)
 
 
@@ -182,6 +184,15 @@ def parse_legacy(text: str) -> list[EventTable]:
     return events
 
 
+def parse_codes(description: str) -> dict[str, str] | None:
+    """``The value 0 = Active, 1 = Suspended, and 2 = Disabled.`` -> {"0": "Active", ...}."""
+    m = _CODES_RE.search(description)
+    if not m:
+        return None
+    pairs = _CODE_PAIR_RE.findall(m.group(1).replace(", and ", ", "))
+    return {code: meaning.strip() for code, meaning in pairs} or None
+
+
 def _attr_dict(attr: Attribute, editions: list[str]) -> dict:
     out = {
         "name": attr.name,
@@ -190,6 +201,9 @@ def _attr_dict(attr: Attribute, editions: list[str]) -> dict:
         "description": " ".join(attr.description.split()),
         "editions": editions,
     }
+    codes = parse_codes(out["description"])
+    if codes:
+        out["codes"] = codes
     if attr.note:
         out["note"] = attr.note
     return out
