@@ -29,6 +29,7 @@ _ROUTING_SCHEMA = (
 _BOM = "\ufeff"
 
 BRONZE_COLUMNS = [
+    "bronze_id",
     "raw_line",
     "parse_status",
     "record_shape",
@@ -86,6 +87,8 @@ def to_bronze_rows(raw: DataFrame, family: str, run_id: str) -> DataFrame:
     record_time = F.when(is_envelope, F.get_json_object(parsed["event"], "$.eventTime")).otherwise(parsed["eventTime"])
     folder_type = F.nullif(F.regexp_extract(F.col("source_file"), r"/eventType=([^/]+)/", 1), F.lit(""))
     return raw.select(
+        # Stored once at landing, so silver can tell a replayed batch from a true duplicate.
+        F.expr("uuid()").alias("bronze_id"),
         line.alias("raw_line"),
         F.when(is_blank, "blank").when(is_object, "ok").otherwise("malformed").alias("parse_status"),
         F.when(is_envelope, "envelope").when(is_object, "flat").alias("record_shape"),

@@ -11,9 +11,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines import bronze
+from pipelines.silver import promote
 from pipelines.config import Config
 
-LAYERS = ("bronze",)
+LAYERS = ("bronze", "silver")
 
 
 def new_run_id() -> str:
@@ -25,6 +26,7 @@ class RefreshReport:
     run_id: str
     layers: list[str]
     bronze: list[bronze.LandingResult] = field(default_factory=list)
+    silver: list[promote.PromotionResult] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -46,6 +48,10 @@ def run_refresh(
         started = time.monotonic()
         report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
         report.seconds["bronze"] = time.monotonic() - started
+    if "silver" in layers:
+        started = time.monotonic()
+        report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log)
+        report.seconds["silver"] = time.monotonic() - started
     return report
 
 

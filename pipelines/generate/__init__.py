@@ -1,0 +1,81 @@
+"""Synthetic Tableau Activity Log, delivered the way extractors deliver it.
+
+Modules:
+
+* :mod:`.world`     the coherent entities (sites, users, groups, content, tasks, tenant)
+* :mod:`.values`    typed attribute values and ISO-8601 times
+* :mod:`.records`   per-type templates, record shapes (flat / envelope), editions
+* :mod:`.stories`   story lines (sessions, jobs, permission edits, PATs, ...)
+* :mod:`.dirty`     what real feeds contain besides clean records
+* :mod:`.writer`    hourly partitioned NDJSON files, some gzip-compressed
+* :mod:`.generator` the hour-by-hour run
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .dirty import DIRTY_KINDS, FILE_KINDS, RECORD_KINDS, UNKNOWN_TYPES
+from .generator import DEFAULT_START, Generator
+from .records import attribute_list, build_record, full_record
+from .world import build_world
+
+
+def generate_activity_log(
+    out_dir: Path,
+    events: int,
+    seed: int = 42,
+    start: datetime | None = None,
+    days: int = 7,
+    dirty: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
+
+    Layout: ``site/siteLuid=<luid>/y=YYYY/m=MM/d=DD/h=HH/eventType=<type>/part-NNNNN.json[.gz]``
+    and ``tenant/tenantId=<id>/...`` the same way; one NDJSON record per line, UTF-8, ``\\n``
+    line ends; about one file in five gzip-compressed. The hour folder is the hour of the
+    record's ``eventTime`` (late records excepted). One file per (site or tenant, hour, event
+    type) and run, plus ``part-00001`` files for redeliveries when ``dirty``.
+
+    ``events`` is the number of clean records aimed at. On top of the background volume and
+    the story lines, every event type of both families is written at least once with every
+    documented attribute filled (one record with the union of the attributes of all
+    editions, plus one legacy-edition record for each type that has a legacy edition), and
+    every scheduled story appears at least once: for small ``events`` (below roughly 1,000)
+    the real count exceeds ``events``; above that it equals ``events`` exactly. ``dirty``
+    adds records (duplicates, late, unknown types, ...) and file damage on top, counted in
+    ``summary["dirty"]``; the clean records are the same as without ``dirty``.
+
+    ``start`` (default 2026-06-01T00:00:00Z; naive values are taken as UTC) and ``days`` give
+    the window of event times. Same arguments, same bytes.
+
+    Summary: ``files``, ``gzip_files``, ``lines`` (every physical line: the count of ``\\n``
+    bytes of the decompressed file, plus one for a final line without a newline),
+    ``records`` (JSON records written, duplicates included), ``bytes`` (on disk),
+    ``by_family``, ``by_shape``, ``by_edition``, ``event_types`` (sorted, unknown dirty types
+    included), ``dirty`` ({kind: count}, all zero when clean), ``seed``, ``start``, ``end``.
+    ``progress`` is called with a short line every 100,000 records.
+    """
+    start = start or DEFAULT_START
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return Generator(out, int(events), seed, start, days, dirty, progress).run()
+
+
+__all__ = [
+    "generate_activity_log",
+    "build_record",
+    "full_record",
+    "attribute_list",
+    "build_world",
+    "DIRTY_KINDS",
+    "FILE_KINDS",
+    "RECORD_KINDS",
+    "UNKNOWN_TYPES",
+    "DEFAULT_START",
+]

@@ -1,0 +1,316 @@
+"""Record shapes and per-event-type templates.
+
+A template is the ordered list of ``(attribute name, value getter)`` for one
+event type in one edition, compiled once from the registry. Building a record
+is a dict comprehension over it plus the shape wrapper:
+
+* flat:     ``{"eventType": t, <attributes>}``
+* envelope: ``{"traceUuid": u, "event": {<attributes>},
+              "metadata": {"eventType": t, "eventVersion": "1.0", "emittedAt": <iso>}}``
+
+Editions: ``current`` = the family's common attributes + the event's current
+attributes; ``legacy`` (site only) = ``actorUserId``, ``eventTime``, ``siteLuid``
++ the event's legacy attributes (``isError``, ``impersonatedUserId``,
+``serviceName``, ``traceUuid`` ... as the registry lists them); ``full`` = the
+union of both plus the common attributes (used for registry coverage).
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache, lru_cache
+
+from pipelines.registry import common_attributes, event_specs
+
+from .values import DAY_US, HOUR_US, Ctx, compile_getter, iso, new_uuid, time_variant
+from .world import World, build_world
+
+LEGACY_BASE = ("actorUserId", "eventTime", "siteLuid")
+CONTENT_KINDS = (
+    "view",
+    "workbook",
+    "datasource",
+    "flow",
+    "flow_draft",
+    "metric",
+    "collection",
+    "column",
+    "table",
+    "database",
+    "data_role",
+    "published_connection",
+    "dqi",
+)
+_KIND_BY_LUID = (
+    ("metric", "metricLuid"),
+    ("flow_draft", "flowDraftLuid"),
+    ("flow", "flowLuid"),
+    ("datasource", "datasourceLuid"),
+    ("workbook", "workbookLuid"),
+    ("collection", "collectionLuid"),
+    ("column", "columnLuid"),
+    ("table", "tableLuid"),
+    ("database", "databaseLuid"),
+    ("data_role", "dataRoleLuid"),
+    ("published_connection", "publishedConnectionLuid"),
+    ("dqi", "dataQualityIndicatorLuid"),
+)
+_SPEC_TYPES = {"int": "int", "bigint": "bigint", "boolean": "boolean", "double": "double", "string": "string"}
+
+
+@cache
+def specs_by_type() -> dict:
+    """{(family, event_type): EventSpec}."""
+    return {(s.family, s.event_type): s for s in event_specs()}
+
+
+@cache
+def subject_kind(family: str, event_type: str) -> str:
+    """What a record of this type is about, judged from the attributes it documents."""
+    spec = specs_by_type()[(family, event_type)]
+    names = {a.name for a in spec.attributes}
+    if family == "tenant":
+        return "tenant"
+    if event_type == "background_job":
+        return "job"
+    if "viewLuid" in names and "sheetId" in names:
+        return "view"
+    for kind, attr in _KIND_BY_LUID:
+        if attr in names:
+            return kind
+    if "consecutiveFailureCount" in names:
+        return "task"
+    if "dayOfWeekMask" in names:
+        return "schedule"
+    if "siteEventLuid" in names:
+        return "site"
+    if "contentLuid" in names or "granteeLuid" in names:
+        return "content"
+    if "groupLuid" in names and "userLuid" in names:
+        return "group_member"
+    if "userLuid" in names or "targetUserLuid" in names:
+        return "user"
+    if "groupLuid" in names:
+        return "group"
+    if "projectLuid" in names:
+        return "project"
+    if "workbookId" in names:
+        return "workbook"
+    return "actor"
+
+
+def pick_actor(site, rng: random.Random):
+    return rng.choices(site.active_users, cum_weights=site.active_weights)[0]
+
+
+def resolve(c: Ctx, kind: str) -> Ctx:
+    """Fill the entity roles a record of ``kind`` needs that the caller left empty."""
+    rng, site = c.rng, c.site
+    if kind in CONTENT_KINDS:
+        if c.subject is None:
+            c.subject = rng.choice(site.content[kind])
+        if c.old_owner is None:
+            c.old_owner = rng.choice(site.users[:24])
+        if c.src_project is None:
+            c.src_project = rng.choice(site.projects)
+        if c.user is None:
+            c.user = c.subject.owner
+    elif kind == "project":
+        if c.subject is None:
+            c.subject = rng.choice(site.projects[6:])  # nested ones: parentProjectLuid is a real LUID
+        if c.old_owner is None:
+            c.old_owner = rng.choice(site.admins)
+        if c.src_project is None:
+            c.src_project = rng.choice(site.projects[:6])
+    elif kind in ("task", "job"):
+        if c.task is None:
+            c.task = rng.choice(site.tasks)
+        if c.subject is None:
+            c.subject = c.task.obj
+    elif kind == "schedule":
+        if c.subject is None:
+            c.subject = c.schedule = rng.choice(site.schedules)
+        if c.actor is None:
+            c.actor = rng.choice(site.admins)
+    elif kind == "site":
+        c.subject = site
+        if c.actor is None:
+            c.actor = site.admins[0]
+    elif kind == "content":
+        if c.subject is None:
+            pool = rng.choice(("workbook", "workbook", "datasource", "project", "view", "flow"))
+            c.subject = rng.choice(site.content[pool])
+        if c.content is None:
+            c.content = c.subject
+        if c.grantee is None:
+            c.grantee = rng.choice(site.groups) if rng.random() < 0.5 else rng.choice(site.users)
+        if c.old_owner is None:
+            c.old_owner = rng.choice(site.users[:24])
+        if c.src_project is None:
+            c.src_project = rng.choice(site.projects)
+        if c.user is None:
+            c.user = c.subject.owner
+    elif kind == "group_member":
+        if c.group is None:
+            c.group = rng.choice(site.groups[1:])
+        if c.subject is None:
+            c.subject = c.group
+        if c.user is None:
+            c.user = rng.choice(c.group.members)
+        if c.actor is None:
+            c.actor = rng.choice(site.admins)
+    elif kind == "user":
+        if c.user is None:
+            c.user = rng.choice(site.users)
+        if c.subject is None:
+            c.subject = c.user
+        if c.actor is None:
+            c.actor = rng.choice(site.admins)
+    elif kind == "group":
+        if c.group is None:
+            c.group = rng.choice(site.groups[1:])
+        if c.subject is None:
+            c.subject = c.group
+        if c.actor is None:
+            c.actor = rng.choice(site.admins)
+    elif kind == "workbook":
+        if c.subject is None:
+            c.subject = rng.choice(site.content["workbook"])
+    elif kind == "tenant":
+        if c.user is None:
+            c.user = rng.choice(site.users)
+    if c.actor is None:
+        c.actor = pick_actor(site, rng)
+    return c
+
+
+class Template:
+    __slots__ = ("family", "event_type", "edition", "items", "has_event_type_attr", "trace_attr")
+
+    def __init__(self, family, event_type, edition, items):
+        self.family = family
+        self.event_type = event_type
+        self.edition = edition
+        self.items = items
+        self.has_event_type_attr = any(n == "eventType" for n, _ in items)
+        self.trace_attr = any(n == "traceUuid" for n, _ in items)
+
+    def attrs(self, c: Ctx) -> dict:
+        return {n: g(c) for n, g in self.items}
+
+
+def attribute_list(spec, edition: str) -> list[tuple[str, str]]:
+    """``[(name, spark_type)]`` a record of ``spec`` carries in ``edition`` (or ``full``)."""
+    common = [(a.name, a.spark_type) for a in common_attributes(spec.family)]
+    if edition == "current":
+        own = [(a.name, a.spark_type) for a in spec.attributes if "current" in a.editions]
+        return common + [x for x in own if x[0] not in dict(common)]
+    if edition == "legacy":
+        if "legacy" not in spec.editions:
+            raise ValueError(f"{spec.event_type} has no legacy edition")
+        base = [x for x in common if x[0] in LEGACY_BASE]
+        own = [(a.name, a.spark_type) for a in spec.attributes if "legacy" in a.editions]
+        return sorted(base + [x for x in own if x[0] not in LEGACY_BASE])
+    if edition == "full":
+        own = [(a.name, a.spark_type) for a in spec.attributes]
+        return common + [x for x in own if x[0] not in dict(common)]
+    raise ValueError(f"unknown edition {edition!r}")
+
+
+_templates: dict = {}
+
+
+def template(spec, edition: str) -> Template:
+    key = (spec.family, spec.event_type, edition)
+    t = _templates.get(key)
+    if t is None:
+        items = [
+            (n, compile_getter(spec.family, n, _SPEC_TYPES[st])) for n, st in attribute_list(spec, edition)
+        ]
+        t = _templates[key] = Template(spec.family, spec.event_type, edition, items)
+    return t
+
+
+def shape_record(
+    event_type: str, attrs: dict, shape: str, us: int, rng: random.Random, trace: str | None = None
+) -> dict:
+    if shape == "flat":
+        rec = {"eventType": event_type}
+        rec.update(attrs)
+        if rec["eventType"] != event_type:  # an attribute literally named eventType
+            rec["eventType"] = event_type
+        return rec
+    if shape == "envelope":
+        return {
+            "traceUuid": trace or attrs.get("traceUuid") or new_uuid(rng),
+            "event": attrs,
+            "metadata": {
+                "eventType": event_type,
+                "eventVersion": "1.0",
+                "emittedAt": iso(us + rng.randint(20_000, 4_000_000), 0),
+            },
+        }
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def render(spec, c: Ctx, edition: str = "current", shape: str = "flat") -> dict:
+    """One record of ``spec`` from a resolved context."""
+    c.event_type = spec.event_type
+    c.family = spec.family
+    t = template(spec, edition)
+    return shape_record(spec.event_type, t.attrs(c), shape, c.us, c.rng, c.trace)
+
+
+# ---------------------------------------------------------------- public helpers
+@lru_cache(maxsize=4)
+def default_world(seed: int = 42) -> World:
+    return build_world(seed)
+
+
+def _context(spec, rng: random.Random, world: World | None) -> Ctx:
+    world = world or default_world()
+    site = rng.choice(world.sites)
+    us = world.start_us + rng.randrange(7 * DAY_US)
+    c = Ctx(world, site, None, rng, us, spec.family, spec.event_type)
+    c.variant = time_variant(rng)
+    resolve(c, subject_kind(spec.family, spec.event_type))
+    return c
+
+
+def build_record(
+    spec, rng: random.Random, shape: str = "flat", edition: str = "current", world: World | None = None
+) -> dict:
+    """One record of ``spec`` with every attribute of ``edition`` filled with a typed value.
+
+    ``world`` defaults to the seed-42 world; entities are drawn from it with ``rng``.
+    """
+    if edition not in ("current", "legacy"):
+        raise ValueError(f"unknown edition {edition!r}")
+    if edition == "legacy" and (spec.family != "site" or "legacy" not in spec.editions):
+        raise ValueError(f"{spec.family}/{spec.event_type} has no legacy edition")
+    c = _context(spec, rng, world)
+    return render(spec, c, edition, shape)
+
+
+def full_record(spec, rng: random.Random, edition: str = "current", world: World | None = None) -> dict:
+    """A flat record carrying the union of every attribute of every edition of ``spec``
+    plus the family's common attributes (``edition`` only validates the request)."""
+    if edition not in spec.editions:
+        raise ValueError(f"{spec.event_type} has no {edition} edition")
+    c = _context(spec, rng, world)
+    return render(spec, c, "full", "flat")
+
+
+__all__ = [
+    "build_record",
+    "full_record",
+    "render",
+    "resolve",
+    "template",
+    "subject_kind",
+    "attribute_list",
+    "shape_record",
+    "specs_by_type",
+    "pick_actor",
+    "HOUR_US",
+]

@@ -1,0 +1,205 @@
+"""Promote bronze to silver, incrementally and exactly once.
+
+Each family's bronze table is read as a Delta stream (``availableNow``) with a
+checkpoint, so a refresh processes only bronze rows not yet promoted. Every
+micro-batch writes with Delta's idempotent-write options (``txnAppId`` +
+``txnVersion``), so a batch replayed after a crash is skipped where it had
+already committed; and a bronze row already in silver (same ``bronze_id``) is
+recognised as a replay, not counted as a duplicate.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import bronze
+from pipelines.config import Config
+from pipelines.silver.transform import classify, deduplicate_events, split_classified, to_silver
+from pipelines.silver.views import ensure_event_views
+
+SILVER_SCHEMA = "silver"
+OPS_SCHEMA = "ops"
+QUARANTINE_TABLE = f"{SILVER_SCHEMA}.quarantine"
+DUPLICATES_TABLE = f"{SILVER_SCHEMA}.duplicate_records"
+BATCHES_TABLE = f"{OPS_SCHEMA}.silver_batches"
+
+
+def silver_table(family: str) -> str:
+    return f"{SILVER_SCHEMA}.{family}_events"
+
+
+@dataclass
+class PromotionResult:
+    family: str
+    bronze_rows: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    quarantined: int = 0
+    batches: int = 0
+    skipped_reason: str | None = None
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def _app_id(cfg: Config, family: str) -> str:
+    """A stable id for this family's stream, born with its checkpoint (Delta's txnAppId)."""
+    path = cfg.checkpoint_dir / f"silver_{family}.txn_app_id"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"silver-{family}-{uuid.uuid4()}\n")
+    return path.read_text().strip()
+
+
+def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partition_by: str | None) -> None:
+    """Create ``name`` with ``frame``'s schema if missing; add columns the registry gained since."""
+    if not spark.catalog.tableExists(name):
+        writer = frame.limit(0).write.format("delta").mode("ignore")
+        if partition_by:
+            writer = writer.partitionBy(partition_by)
+        writer.saveAsTable(name)
+        return
+    existing = {f.name for f in spark.table(name).schema.fields}
+    missing = [f for f in frame.schema.fields if f.name not in existing]
+    if missing:
+        cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({cols})")
+
+
+def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
+    return spark.table(bronze.bronze_table(cfg, family)).limit(0)
+
+
+def _with_run(df: DataFrame, run_id: str) -> DataFrame:
+    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", F.current_timestamp())
+
+
+def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
+    for schema in (SILVER_SCHEMA, OPS_SCHEMA):
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    frames = to_silver(_empty_bronze(spark, cfg, family), family)
+    events = _with_run(frames.events, "")
+    _create_table_like(spark, silver_table(family), events, "event_date")
+    _create_table_like(spark, QUARANTINE_TABLE, _with_run(frames.quarantine, ""), None)
+    _create_table_like(spark, DUPLICATES_TABLE, _duplicates_frame(events, "same_batch"), None)
+    _create_table_like(spark, BATCHES_TABLE, spark.createDataFrame([], _BATCH_SCHEMA), None)
+
+
+_BATCH_SCHEMA = (
+    "silver_run_id string, family string, batch_id long, bronze_rows long, inserted long, "
+    "duplicates long, quarantined long, processed_at timestamp"
+)
+
+
+def _duplicates_frame(events: DataFrame, why: str) -> DataFrame:
+    return events.select(
+        "event_id", "event_type", "family", "event_time", "bronze_id", "source_file", "bronze_run_id",
+        "silver_run_id", F.lit(why).alias("duplicate_of"),
+    )
+
+
+def _append(df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
+    (
+        df.write.format("delta").mode("append")
+        .option("txnAppId", app_id).option("txnVersion", batch_id)
+        .saveAsTable(table)
+    )
+
+
+def promote_batch(
+    spark: SparkSession, batch: DataFrame, batch_id: int, family: str, run_id: str, app_id: str
+) -> PromotionResult:
+    """Type, deduplicate and write one micro-batch of bronze rows."""
+    result = PromotionResult(family, batches=1)
+    # Materialise once (localCheckpoint is eager): the parse is the costly step, and the counts
+    # must describe exactly the rows written, before the writes change what "existing" means.
+    classified = classify(batch, family).localCheckpoint()
+    frames = split_classified(classified, family)
+    typed = _with_run(frames.events, run_id).localCheckpoint()
+    first, same_batch = deduplicate_events(typed)
+    dates = [r["event_date"] for r in first.select("event_date").distinct().collect()]
+    existing = (
+        spark.table(silver_table(family))
+        .where(F.col("event_date").isin(dates))
+        .select("event_id", F.col("bronze_id").alias("_existing_bronze_id"))
+    )
+    matched = first.join(existing, "event_id", "left").localCheckpoint()
+    new_events = matched.where(F.col("_existing_bronze_id").isNull()).drop("_existing_bronze_id")
+    already = matched.where(F.col("_existing_bronze_id") != F.col("bronze_id")).drop("_existing_bronze_id")
+    duplicates = _duplicates_frame(same_batch, "same_batch").unionByName(
+        _duplicates_frame(already, "already_in_silver")
+    ).localCheckpoint()
+    quarantine = _with_run(frames.quarantine, run_id).localCheckpoint()
+
+    result.bronze_rows = classified.count()
+    result.inserted = new_events.count()
+    result.duplicates = duplicates.count()
+    result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
+    result.quarantined = sum(result.reasons.values())
+
+    _append(new_events, silver_table(family), app_id, batch_id)
+    _append(duplicates, DUPLICATES_TABLE, app_id, batch_id)
+    _append(quarantine, QUARANTINE_TABLE, app_id, batch_id)
+    stats = spark.createDataFrame(
+        [(run_id, family, batch_id, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)],
+        "silver_run_id string, family string, batch_id long, bronze_rows long, inserted long, "
+        "duplicates long, quarantined long",
+    ).withColumn("processed_at", F.current_timestamp())
+    _append(stats, BATCHES_TABLE, app_id, batch_id)
+    return result
+
+
+def promote_family(spark: SparkSession, cfg: Config, family: str, run_id: str, log=print) -> PromotionResult:
+    source = bronze.bronze_table(cfg, family)
+    if not spark.catalog.tableExists(source):
+        return PromotionResult(family, skipped_reason=f"no bronze table {source}")
+    ensure_silver_tables(spark, cfg, family)
+    app_id = _app_id(cfg, family)
+    total = PromotionResult(family)
+
+    def each_batch(batch: DataFrame, batch_id: int) -> None:
+        r = promote_batch(spark, batch, batch_id, family, run_id, app_id)
+        log(
+            f"silver: {family} batch {batch_id}: {r.bronze_rows} bronze rows -> {r.inserted} new events, "
+            f"{r.duplicates} duplicates, {r.quarantined} quarantined"
+        )
+        total.bronze_rows += r.bronze_rows
+        total.inserted += r.inserted
+        total.duplicates += r.duplicates
+        total.quarantined += r.quarantined
+        total.batches += 1
+        for k, v in r.reasons.items():
+            total.reasons[k] = total.reasons.get(k, 0) + v
+
+    query = (
+        spark.readStream.format("delta")
+        .option("maxBytesPerTrigger", "512m")
+        .table(source)
+        .writeStream.foreachBatch(each_batch)
+        .option("checkpointLocation", str(Path(cfg.checkpoint_dir) / f"silver_{family}"))
+        .queryName(f"silver_{family}")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return total
+
+
+def promote_silver(spark: SparkSession, cfg: Config, run_id: str, log=print) -> list[PromotionResult]:
+    results = []
+    for family in bronze.FAMILIES:
+        result = promote_family(spark, cfg, family, run_id, log=log)
+        if result.skipped_reason:
+            log(f"silver: {family} skipped ({result.skipped_reason})")
+        else:
+            log(
+                f"silver: {family}: {result.bronze_rows} bronze rows -> {result.inserted} new events, "
+                f"{result.duplicates} duplicates removed, {result.quarantined} quarantined "
+                f"{dict(sorted(result.reasons.items()))}"
+            )
+            ensure_event_views(spark, family, silver_table(family), log=log)
+        results.append(result)
+    return results

@@ -1,0 +1,82 @@
+"""One view per event type, ``silver.<event_type>``, over its family's wide table.
+
+A view selects the event's own documented columns (cast to the event's documented
+type where the wide column is wider) and decodes the codes the reference explains.
+Views are (re)created when missing or when the registry changed since they were
+made (a hash kept as a table property of the wide table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pyspark.sql import SparkSession
+
+from pipelines.registry import REGISTRY_PATH
+from pipelines.silver.plan import DECODED_NAMES, ColumnPlan, family_plan
+
+_HASH_PROPERTY = "auditlake.views_registry_sha256"
+
+_HEAD = ["event_id", "event_type", "event_time", "event_date", "record_shape", "edition"]
+_TAIL = [
+    "envelope_trace_uuid", "envelope_event_version", "_rescued_data",
+    "bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts", "silver_run_id", "silver_ingest_ts",
+]
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def decoded_column(col: ColumnPlan, taken: set[str]) -> str | None:
+    """SQL for the decoded meaning of a coded attribute, or None. ``taken``: the view's other
+    columns (an event may document its own ``siteRole``; then the decoded one is ``site_role_name``)."""
+    if not col.codes:
+        return None
+    if col.attribute == "systemAdminLevel":
+        return f"`{col.column}` = 10 AS is_system_admin"
+    name = DECODED_NAMES.get(col.attribute, f"{col.column}_name")
+    if name in taken:
+        name = f"{name}_name"
+    whens = " ".join(f"WHEN {code} THEN {_sql_string(meaning)}" for code, meaning in col.codes)
+    return f"CASE `{col.column}` {whens} END AS `{name}`"
+
+
+def view_sql(family: str, event_type: str, table: str) -> str:
+    plan = family_plan(family)
+    items = [f"`{c}`" for c in _HEAD]
+    taken = {c.column for c in plan.event_columns(event_type)}
+    for col in plan.event_columns(event_type):
+        if col.attribute == "eventTime":
+            continue
+        documented = col.documented_type(event_type)
+        ref = f"`{col.column}`"
+        items.append(ref if documented == col.physical_type else f"try_cast({ref} AS {documented}) AS {ref}")
+        decoded = decoded_column(col, taken)
+        if decoded:
+            items.append(decoded)
+    items += [f"`{c}`" for c in _TAIL]
+    return (
+        f"CREATE OR REPLACE VIEW silver.`{event_type}` AS SELECT {', '.join(items)} "
+        f"FROM {table} WHERE event_type = {_sql_string(event_type)}"
+    )
+
+
+def _registry_hash() -> str:
+    return hashlib.sha256(REGISTRY_PATH.read_bytes()).hexdigest()
+
+
+def ensure_event_views(spark: SparkSession, family: str, table: str, log=print) -> int:
+    """Create the family's event views if missing or stale; returns how many were (re)created."""
+    plan = family_plan(family)
+    wanted = _registry_hash()
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    existing = {r["viewName"] for r in spark.sql("SHOW VIEWS IN silver").collect()}
+    todo = [e for e in plan.event_types if props.get(_HASH_PROPERTY) != wanted or e not in existing]
+    if not todo:
+        return 0
+    log(f"silver: creating {len(todo)} {family} event views (silver.<event_type>)")
+    for event_type in todo:
+        spark.sql(view_sql(family, event_type, table))
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{_HASH_PROPERTY}' = '{wanted}')")
+    return len(todo)
