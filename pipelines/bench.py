@@ -114,7 +114,9 @@ def render_bronze(fig: dict, cfg: Config) -> str:
 def write_section(doc: Path, layer: str, body: str) -> None:
     """Replace (or add) the ``layer`` section of the performance document."""
     begin, end = f"<!-- bench:{layer}:begin -->", f"<!-- bench:{layer}:end -->"
-    text = doc.read_text(encoding="utf-8") if doc.is_file() else "# Performance\n\nFigures written by `auditlake bench`.\n"
+    text = (
+        doc.read_text(encoding="utf-8") if doc.is_file() else "# Performance\n\nFigures written by `auditlake bench`.\n"
+    )
     block = f"{begin}\n{body}\n{end}"
     if begin in text:
         text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _m: block, text, flags=re.S)

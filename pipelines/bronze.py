@@ -19,13 +19,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config import Config
+from pipelines.tables import tables
 
 FAMILIES = ("site", "tenant")
 
 # Only the routing fields are parsed here; silver parses the full record.
-_ROUTING_SCHEMA = (
-    "eventType string, eventTime string, event string, metadata string, _corrupt_record string"
-)
+_ROUTING_SCHEMA = "eventType string, eventTime string, event string, metadata string, _corrupt_record string"
 _BOM = "\ufeff"
 
 BRONZE_COLUMNS = [
@@ -47,7 +46,7 @@ BRONZE_COLUMNS = [
 
 
 def bronze_table(cfg: Config, family: str) -> str:
-    return f"{cfg.get('bronze.schema')}.{family}_events_raw"
+    return tables(cfg).bronze_raw(family)
 
 
 def checkpoint_path(cfg: Config, family: str) -> Path:
@@ -82,7 +81,9 @@ def to_bronze_rows(raw: DataFrame, family: str, run_id: str) -> DataFrame:
     is_envelope = is_object & parsed["event"].isNotNull() & parsed["metadata"].isNotNull()
     record_type = F.when(
         is_envelope,
-        F.coalesce(F.get_json_object(parsed["metadata"], "$.eventType"), F.get_json_object(parsed["event"], "$.eventType")),
+        F.coalesce(
+            F.get_json_object(parsed["metadata"], "$.eventType"), F.get_json_object(parsed["event"], "$.eventType")
+        ),
     ).otherwise(parsed["eventType"])
     record_time = F.when(is_envelope, F.get_json_object(parsed["event"], "$.eventTime")).otherwise(parsed["eventTime"])
     folder_type = F.nullif(F.regexp_extract(F.col("source_file"), r"/eventType=([^/]+)/", 1), F.lit(""))

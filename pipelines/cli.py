@@ -96,12 +96,17 @@ def cmd_generate(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def _print_summary(spark, cfg: Config, started: float) -> None:
+    from pipelines.reconcile import format_reconciliation, reconcile
     from pipelines.refresh import table_counts
 
     _log("")
-    _log(f"{'table':<34} {'rows':>10} {'flagged':>10}")
-    for table, rows, flagged in table_counts(spark, cfg):
-        _log(f"{table:<34} {rows:>10} {flagged:>10}")
+    _log(f"{'table':<34} {'rows':>10}  note")
+    for table, rows, note in table_counts(spark, cfg):
+        _log(f"{table:<34} {rows:>10}  {note}")
+    results = reconcile(spark, cfg)
+    if results:
+        _log("")
+        _log(format_reconciliation(results, []))
     _log(f"time taken: {time.monotonic() - started:.1f}s")
 
 
@@ -120,6 +125,19 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.reconcile import format_reconciliation, reconcile, run_figures
+    from pipelines.spark_session import build_spark
+
+    spark = build_spark(cfg)
+    results = reconcile(spark, cfg)
+    if not results:
+        _log("reconcile: nothing landed yet")
+        return 0
+    _log(format_reconciliation(results, run_figures(spark, cfg)))
+    return 0 if all(r.balanced for r in results) else 1
+
+
 def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     """Generate sample data into the landing folder (once) and refresh every layer."""
     from pipelines.refresh import LAYERS, run_refresh
@@ -131,8 +149,13 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
         _log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
         _generate(
-            cfg, landing, cfg.get("generate.events"), cfg.get("generate.seed"),
-            _iso(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
+            cfg,
+            landing,
+            cfg.get("generate.events"),
+            cfg.get("generate.seed"),
+            _iso(cfg.get("generate.start")),
+            cfg.get("generate.days"),
+            dirty=True,
         )
     spark = build_spark(cfg)
     run_refresh(spark, cfg, list(LAYERS), None, log=_log)
@@ -166,13 +189,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--start", type=_iso, help="first event hour, ISO-8601 (default from conf)")
     p.add_argument("--days", type=_positive, help="days of activity (default from conf)")
-    p.add_argument("--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)")
+    p.add_argument(
+        "--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)"
+    )
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("refresh", help="run the layered refresh")
-    p.add_argument("--layers", default="bronze", help="comma-separated layers (default: bronze)")
+    p.add_argument("--layers", default="bronze,silver", help="comma-separated layers (default: bronze,silver)")
     p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
     p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
+    p.set_defaults(func=cmd_reconcile)
 
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo)

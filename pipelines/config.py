@@ -37,6 +37,8 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "jars": (list,),
     "bronze.schema": (str,),
     "bronze.max_files_per_trigger": (int,),
+    "silver.schema": (str,),
+    "ops.schema": (str,),
     "generate.events": (int,),
     "generate.seed": (int,),
     "generate.start": (str,),
@@ -144,9 +146,7 @@ def _validate(values: dict, files: tuple[str, ...]) -> None:
         value = cfg.get(key)
         if isinstance(value, bool) or not isinstance(value, kinds):
             expected = " or ".join(k.__name__ for k in kinds)
-            raise ConfigError(
-                f"config key '{key}' must be {expected}, got {value!r} (files: {', '.join(files)})"
-            )
+            raise ConfigError(f"config key '{key}' must be {expected}, got {value!r} (files: {', '.join(files)})")
 
 
 def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: dict[str, str] | None = None) -> Config:

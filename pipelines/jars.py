@@ -42,7 +42,9 @@ def fetch_jars(cfg: Config, log=print) -> list[Path]:
     for coordinate in missing:
         log(f"fetching {coordinate} from Maven Central ...")
         cmd = [
-            "mvn", "-q", "-B",
+            "mvn",
+            "-q",
+            "-B",
             "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy",
             f"-Dartifact={coordinate}:jar",
             f"-DoutputDirectory={jars_dir}",

@@ -11,8 +11,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines import bronze
-from pipelines.silver import promote
 from pipelines.config import Config
+from pipelines.silver import promote
+from pipelines.tables import tables
 
 LAYERS = ("bronze", "silver")
 
@@ -55,14 +56,28 @@ def run_refresh(
     return report
 
 
-def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, int]]:
-    """(table, rows, flagged rows) for every bronze table that exists."""
+def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]:
+    """(table, rows, note) for every lakehouse table that exists."""
     out = []
     for family in bronze.FAMILIES:
         table = bronze.bronze_table(cfg, family)
         if spark.catalog.tableExists(table):
+            row = spark.sql(f"SELECT count(*) AS n, count_if(parse_status <> 'ok') AS bad FROM {table}").first()
+            out.append((table, row["n"], f"{row['bad']} lines not JSON (kept, flagged)"))
+    t = tables(cfg)
+    for family in bronze.FAMILIES:
+        table = t.silver_events(family)
+        if spark.catalog.tableExists(table):
             row = spark.sql(
-                f"SELECT count(*) AS n, count_if(parse_status <> 'ok') AS bad FROM {table}"
+                f"SELECT count(*) AS n, count(DISTINCT event_type) AS types, "
+                f"count_if(_rescued_data IS NOT NULL) AS rescued FROM {table}"
             ).first()
-            out.append((table, row["n"], row["bad"]))
+            out.append((table, row["n"], f"{row['types']} event types, {row['rescued']} rows with _rescued_data"))
+    if spark.catalog.tableExists(t.quarantine):
+        for row in spark.sql(
+            f"SELECT reason, count(*) AS n FROM {t.quarantine} GROUP BY reason ORDER BY reason"
+        ).collect():
+            out.append((f"{t.quarantine} [{row['reason']}]", row["n"], ""))
+    if spark.catalog.tableExists(t.duplicates):
+        out.append((t.duplicates, spark.table(t.duplicates).count(), "copies removed, kept for audit"))
     return out

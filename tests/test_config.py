@@ -18,7 +18,9 @@ def test_env_file_overrides_base():
 
 
 def test_environment_variable_overrides_a_key():
-    cfg = load_config("test", environ={"AUDITLAKE__PATHS__DATA_DIR": "/srv/lake", "AUDITLAKE__SPARK__SHUFFLE_PARTITIONS": "8"})
+    cfg = load_config(
+        "test", environ={"AUDITLAKE__PATHS__DATA_DIR": "/srv/lake", "AUDITLAKE__SPARK__SHUFFLE_PARTITIONS": "8"}
+    )
     assert str(cfg.data_dir) == "/srv/lake"
     assert cfg.get("spark.shuffle_partitions") == 8
 

@@ -35,6 +35,7 @@ LAYOUT = re.compile(
     r"/y=(?P<y>\d{4})/m=(?P<m>\d{2})/d=(?P<d>\d{2})/h=(?P<h>\d{2})"
     r"/eventType=(?P<et>[a-z0-9_]+)/part-(?P<n>\d{5})\.json(?P<gz>\.gz)?$"
 )
+BAD_TIMES = ("not-a-time", "2024-13-45T99:00:00Z", "", "06/16/2024 18:03:47")
 JSON_TYPES = {"string": str, "int": int, "bigint": int, "boolean": bool, "double": float}
 ALL_TYPES = {(s.family, s.event_type) for s in event_specs()}
 
@@ -485,6 +486,60 @@ def test_dirty_records_exist(dirty):
         where[line].add(rel)
     assert sum(1 for files in where.values() if len(files) > 1) >= d["duplicate_record"]
     assert any(rel.endswith("part-00001.json") or rel.endswith("part-00001.json.gz") for rel in dirty.files)
+
+
+def _castable(value, spark_type: str) -> bool:
+    """Whether Spark could read ``value`` as ``spark_type`` (digit strings count: number_as_string)."""
+    if spark_type in ("int", "bigint"):
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit())
+    if spark_type == "boolean":
+        return isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false"))
+    return True
+
+
+def test_dirty_unknown_attributes_and_bad_values(dirty):
+    d = dirty.summary["dirty"]
+    assert d["unknown_attribute"] >= 2 and d["bad_value"] >= 2
+    specs = {(s.family, s.event_type): s for s in event_specs()}
+    registry_names = {n for s in specs.values() for n, _ in attribute_list(s, "full")}
+    extra, bad = [], []
+    for rel, r, _ in dirty.records:
+        key = (rel.split("/")[0], _event_type(r))
+        if key not in specs:
+            continue
+        a = _attrs(r)
+        documented = dict(attribute_list(specs[key], "full"))
+        # a known, timed event: the dirt is in its attributes only
+        t = _parse_time(a["eventTime"]) if a.get("eventTime") not in BAD_TIMES else None
+        undocumented = set(a) - set(documented) - {"eventType"}
+        if undocumented:
+            assert t is not None and START <= t < START + timedelta(days=7), rel
+            assert not undocumented & registry_names, undocumented
+            extra.append((rel, a, undocumented))
+        uncastable = [
+            n
+            for n, st in documented.items()
+            if st in ("int", "bigint", "boolean") and n in a and a[n] is not None and not _castable(a[n], st)
+        ]
+        if uncastable:
+            assert t is not None and START <= t < START + timedelta(days=7), rel
+            assert len(uncastable) == 1, (rel, uncastable)
+            bad.append((rel, a, uncastable[0], documented[uncastable[0]]))
+    assert len(extra) == d["unknown_attribute"]
+    assert len(bad) == d["bad_value"]
+    assert any(isinstance(a[n], dict) for _, a, names in extra for n in names)
+    # the value really is of the wrong kind: a word, a fraction, not a digit string
+    for _, a, n, _ in bad:
+        v = a[n]
+        assert (isinstance(v, str) and not v.isdigit()) or (isinstance(v, float) and not v.is_integer())
+    # every one of them is a record of its own, not a copy of another line
+    lines = Counter(line for _, _, line in dirty.records)
+    ids = {id(a) for _, a, _ in extra} | {id(a) for _, a, _, _ in bad}
+    for _, r, line in dirty.records:
+        if id(_attrs(r)) in ids:
+            assert lines[line] == 1
 
 
 def test_duplicate_in_other_shape(dirty):

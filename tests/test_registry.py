@@ -33,8 +33,16 @@ def test_counts_per_family_and_edition():
 
 @pytest.mark.parametrize(
     ("documented", "spark_type"),
-    [("integer", "int"), ("long", "bigint"), ("bool", "boolean"), ("boolean", "boolean"),
-     ("float", "double"), ("string", "string"), ("sring", "string"), ("Email address of the user", "string")],
+    [
+        ("integer", "int"),
+        ("long", "bigint"),
+        ("bool", "boolean"),
+        ("boolean", "boolean"),
+        ("float", "double"),
+        ("string", "string"),
+        ("sring", "string"),
+        ("Email address of the user", "string"),
+    ],
 )
 def test_type_normalisation(documented, spark_type):
     assert normalise_type(documented) == spark_type
@@ -88,7 +96,9 @@ def test_spanish_descriptions_are_attached():
 def test_registry_cli_prints_json():
     out = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "registry", "--format", "json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert json.loads(out)["families"]["site"]["events"]["hist_login"]["event_type"] == "hist_login"
 

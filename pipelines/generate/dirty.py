@@ -2,9 +2,11 @@
 
 Record-level dirt (:class:`RecordDirt`) adds records: exact duplicates in
 another file, the same event in the other shape, late deliveries, unknown event
-types, numbers sent as strings, records without an event type and unparseable
-event times. It never alters the clean records, so the registry coverage of the
-clean stream survives.
+types, numbers sent as strings, records without an event type, unparseable
+event times, records of a known type carrying attributes the registry does not
+document, and documented int/bigint/boolean attributes with values that cannot be
+cast to their type. It never alters the clean records, so the registry coverage
+of the clean stream survives.
 
 File-level dirt (:class:`FileDirt`) changes how files are written: a UTF-8 BOM,
 CRLF line ends, blank lines, malformed lines, and plain-text files whose last
@@ -30,6 +32,8 @@ RECORD_KINDS = (
     "number_as_string",
     "missing_event_type",
     "bad_event_time",
+    "unknown_attribute",
+    "bad_value",
 )
 FILE_KINDS = ("malformed_line", "truncated_file", "blank_line", "bom", "crlf")
 DIRTY_KINDS = (
@@ -45,11 +49,22 @@ DIRTY_KINDS = (
     "crlf",
     "missing_event_type",
     "bad_event_time",
+    "unknown_attribute",
+    "bad_value",
 )
 MIN_EACH = 2
 
 UNKNOWN_TYPES = ("hist_quantum_teleport", "hist_access_hologram", "hist_summon_dragon")
 BAD_TIMES = ("not-a-time", "2024-13-45T99:00:00Z", "", "06/16/2024 18:03:47")
+# Attributes no event type of the registry documents (one a nested JSON object).
+EXTRA_ATTRIBUTES = (
+    ("quantumFlux", 3),
+    ("newFieldFrom2027", "x"),
+    ("vendorExtension", {"a": 1}),
+)
+# Values that cannot be cast to the documented type (not digit strings: that is number_as_string).
+BAD_INT_VALUES = ("twelve", 1.5, "n/a")
+BAD_BOOLEAN_VALUES = ("maybe", "n/a")
 _MALFORMED = (
     '{"eventType": "hist_login", "eventTime": ',
     "upstream connect error or disconnect/reset before headers. reset reason: connection termination",
@@ -133,6 +148,7 @@ class RecordDirt:
         # two unknown types in the last hour, on different sites: the final flush always has files
         self.plan.setdefault(hours - 1, []).extend(["unknown_event_type", "unknown_event_type"])
         self._unknown_site = 0
+        self._extra = 0
 
     def on_hour(self, hi: int, hour_us: int) -> None:
         for kind in self.plan.get(hi, ()):
@@ -286,3 +302,30 @@ class RecordDirt:
         )
         self.g.put(rec, family, partition, et, us, shape, edition, ring=False)
         self._count("bad_event_time")
+
+    def unknown_attribute(self, hour_us: int) -> None:
+        rec, family, et, us, shape, edition, partition = self._fresh(hour_us)
+        attrs = rec["event"] if shape == "envelope" else rec
+        # the n-th such record always carries the (n mod 3)-th extra attribute: all three appear
+        first = EXTRA_ATTRIBUTES[self._extra % len(EXTRA_ATTRIBUTES)]
+        self._extra += 1
+        extra = [first]
+        if self.rng.random() < 0.5:
+            extra.append(self.rng.choice([x for x in EXTRA_ATTRIBUTES if x is not first]))
+        for name, value in extra:
+            attrs[name] = value if not isinstance(value, dict) else dict(value)
+        self.g.put(rec, family, partition, et, us, shape, edition, ring=False)
+        self._count("unknown_attribute")
+
+    def bad_value(self, hour_us: int) -> None:
+        rec, family, et, us, shape, edition, partition = self._fresh(hour_us, site_only=True)
+        attrs = rec["event"] if shape == "envelope" else rec
+        typed = [
+            (n, t)
+            for n, t in attribute_list(self.g.specs[(family, et)], edition)
+            if t in ("int", "bigint", "boolean") and attrs.get(n) is not None
+        ]
+        name, t = self.rng.choice(typed)
+        attrs[name] = self.rng.choice(BAD_BOOLEAN_VALUES if t == "boolean" else BAD_INT_VALUES)
+        self.g.put(rec, family, partition, et, us, shape, edition, ring=False)
+        self._count("bad_value")

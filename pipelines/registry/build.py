@@ -219,7 +219,12 @@ def _deprecation(description: str) -> tuple[bool, str | None]:
 def _alias(event: EventTable) -> str | None:
     """The intro sometimes spells the name differently (``batch_revoke_sessions``)."""
     words = event.description.split()
-    if len(words) > 1 and words[0] == "The" and _EVENT_NAME_RE.match(words[1]) and words[1] not in {event.name, "legacy"}:
+    if (
+        len(words) > 1
+        and words[0] == "The"
+        and _EVENT_NAME_RE.match(words[1])
+        and words[1] not in {event.name, "legacy"}
+    ):
         return words[1]
     return None
 

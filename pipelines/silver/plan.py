@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from pipelines.registry import common_attributes, event_specs
 
@@ -19,13 +19,32 @@ from pipelines.registry import common_attributes, event_specs
 _WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "string": 4}
 # Site attributes that exist only in the current edition's common set: a record carrying
 # none of them, of a type the legacy edition documents, was written under the legacy schema.
-CURRENT_ONLY_COMMON = ("actorUserLuid", "initiatingUserId", "initiatingUserLuid", "licensingRoleName",
-                       "siteRoleId", "systemAdminLevel")
+CURRENT_ONLY_COMMON = (
+    "actorUserLuid",
+    "initiatingUserId",
+    "initiatingUserLuid",
+    "licensingRoleName",
+    "siteRoleId",
+    "systemAdminLevel",
+)
 # Columns silver adds itself; no attribute may map onto them.
 RESERVED_COLUMNS = {
-    "event_id", "event_type", "event_time", "event_date", "family", "record_shape", "edition",
-    "envelope_trace_uuid", "envelope_event_version", "_rescued_data", "bronze_id", "source_file",
-    "bronze_run_id", "bronze_ingest_ts", "silver_run_id", "silver_ingest_ts",
+    "event_id",
+    "event_type",
+    "event_time",
+    "event_date",
+    "family",
+    "record_shape",
+    "edition",
+    "envelope_trace_uuid",
+    "envelope_event_version",
+    "_rescued_data",
+    "bronze_id",
+    "source_file",
+    "bronze_run_id",
+    "bronze_ingest_ts",
+    "silver_run_id",
+    "silver_ingest_ts",
 }
 # Decoded names the issue asks for; other coded attributes get ``<column>_name``.
 DECODED_NAMES = {"siteRoleId": "site_role", "systemAdminLevel": "is_system_admin"}
@@ -95,7 +114,7 @@ class FamilyPlan:
         return self.common + tuple(c for c in self.attributes if event_type in c.event_types)
 
 
-@lru_cache(maxsize=None)
+@cache
 def family_plan(family: str) -> FamilyPlan:
     specs = event_specs(family)
     common = tuple(

@@ -21,16 +21,7 @@ from pipelines import bronze
 from pipelines.config import Config
 from pipelines.silver.transform import classify, deduplicate_events, split_classified, to_silver
 from pipelines.silver.views import ensure_event_views
-
-SILVER_SCHEMA = "silver"
-OPS_SCHEMA = "ops"
-QUARANTINE_TABLE = f"{SILVER_SCHEMA}.quarantine"
-DUPLICATES_TABLE = f"{SILVER_SCHEMA}.duplicate_records"
-BATCHES_TABLE = f"{OPS_SCHEMA}.silver_batches"
-
-
-def silver_table(family: str) -> str:
-    return f"{SILVER_SCHEMA}.{family}_events"
+from pipelines.tables import Tables, tables
 
 
 @dataclass
@@ -78,14 +69,15 @@ def _with_run(df: DataFrame, run_id: str) -> DataFrame:
 
 
 def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
-    for schema in (SILVER_SCHEMA, OPS_SCHEMA):
+    t = tables(cfg)
+    for schema in (t.silver_schema, t.ops_schema):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     frames = to_silver(_empty_bronze(spark, cfg, family), family)
     events = _with_run(frames.events, "")
-    _create_table_like(spark, silver_table(family), events, "event_date")
-    _create_table_like(spark, QUARANTINE_TABLE, _with_run(frames.quarantine, ""), None)
-    _create_table_like(spark, DUPLICATES_TABLE, _duplicates_frame(events, "same_batch"), None)
-    _create_table_like(spark, BATCHES_TABLE, spark.createDataFrame([], _BATCH_SCHEMA), None)
+    _create_table_like(spark, t.silver_events(family), events, "event_date")
+    _create_table_like(spark, t.quarantine, _with_run(frames.quarantine, ""), None)
+    _create_table_like(spark, t.duplicates, _duplicates_frame(events, "same_batch"), None)
+    _create_table_like(spark, t.silver_batches, spark.createDataFrame([], _BATCH_SCHEMA), None)
 
 
 _BATCH_SCHEMA = (
@@ -96,21 +88,30 @@ _BATCH_SCHEMA = (
 
 def _duplicates_frame(events: DataFrame, why: str) -> DataFrame:
     return events.select(
-        "event_id", "event_type", "family", "event_time", "bronze_id", "source_file", "bronze_run_id",
-        "silver_run_id", F.lit(why).alias("duplicate_of"),
+        "event_id",
+        "event_type",
+        "family",
+        "event_time",
+        "bronze_id",
+        "source_file",
+        "bronze_run_id",
+        "silver_run_id",
+        F.lit(why).alias("duplicate_of"),
     )
 
 
 def _append(df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
     (
-        df.write.format("delta").mode("append")
-        .option("txnAppId", app_id).option("txnVersion", batch_id)
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", batch_id)
         .saveAsTable(table)
     )
 
 
 def promote_batch(
-    spark: SparkSession, batch: DataFrame, batch_id: int, family: str, run_id: str, app_id: str
+    spark: SparkSession, t: Tables, batch: DataFrame, batch_id: int, family: str, run_id: str, app_id: str
 ) -> PromotionResult:
     """Type, deduplicate and write one micro-batch of bronze rows."""
     result = PromotionResult(family, batches=1)
@@ -122,33 +123,38 @@ def promote_batch(
     first, same_batch = deduplicate_events(typed)
     dates = [r["event_date"] for r in first.select("event_date").distinct().collect()]
     existing = (
-        spark.table(silver_table(family))
+        spark.table(t.silver_events(family))
         .where(F.col("event_date").isin(dates))
         .select("event_id", F.col("bronze_id").alias("_existing_bronze_id"))
     )
     matched = first.join(existing, "event_id", "left").localCheckpoint()
     new_events = matched.where(F.col("_existing_bronze_id").isNull()).drop("_existing_bronze_id")
     already = matched.where(F.col("_existing_bronze_id") != F.col("bronze_id")).drop("_existing_bronze_id")
-    duplicates = _duplicates_frame(same_batch, "same_batch").unionByName(
-        _duplicates_frame(already, "already_in_silver")
-    ).localCheckpoint()
+    duplicates = (
+        _duplicates_frame(same_batch, "same_batch")
+        .unionByName(_duplicates_frame(already, "already_in_silver"))
+        .localCheckpoint()
+    )
     quarantine = _with_run(frames.quarantine, run_id).localCheckpoint()
 
     result.bronze_rows = classified.count()
-    result.inserted = new_events.count()
+    # A row already in silver under its own bronze_id was written by an earlier attempt of this
+    # very batch (a crash before the checkpoint committed): it counts as inserted, not as a duplicate.
+    replayed = matched.where(F.col("_existing_bronze_id") == F.col("bronze_id")).count()
+    result.inserted = new_events.count() + replayed
     result.duplicates = duplicates.count()
     result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
     result.quarantined = sum(result.reasons.values())
 
-    _append(new_events, silver_table(family), app_id, batch_id)
-    _append(duplicates, DUPLICATES_TABLE, app_id, batch_id)
-    _append(quarantine, QUARANTINE_TABLE, app_id, batch_id)
+    _append(new_events, t.silver_events(family), app_id, batch_id)
+    _append(duplicates, t.duplicates, app_id, batch_id)
+    _append(quarantine, t.quarantine, app_id, batch_id)
     stats = spark.createDataFrame(
         [(run_id, family, batch_id, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)],
         "silver_run_id string, family string, batch_id long, bronze_rows long, inserted long, "
         "duplicates long, quarantined long",
     ).withColumn("processed_at", F.current_timestamp())
-    _append(stats, BATCHES_TABLE, app_id, batch_id)
+    _append(stats, t.silver_batches, app_id, batch_id)
     return result
 
 
@@ -161,7 +167,7 @@ def promote_family(spark: SparkSession, cfg: Config, family: str, run_id: str, l
     total = PromotionResult(family)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
-        r = promote_batch(spark, batch, batch_id, family, run_id, app_id)
+        r = promote_batch(spark, tables(cfg), batch, batch_id, family, run_id, app_id)
         log(
             f"silver: {family} batch {batch_id}: {r.bronze_rows} bronze rows -> {r.inserted} new events, "
             f"{r.duplicates} duplicates, {r.quarantined} quarantined"
@@ -200,6 +206,6 @@ def promote_silver(spark: SparkSession, cfg: Config, run_id: str, log=print) -> 
                 f"{result.duplicates} duplicates removed, {result.quarantined} quarantined "
                 f"{dict(sorted(result.reasons.items()))}"
             )
-            ensure_event_views(spark, family, silver_table(family), log=log)
+            ensure_event_views(spark, tables(cfg), family, log=log)
         results.append(result)
     return results

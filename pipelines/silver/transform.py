@@ -32,8 +32,15 @@ BAD_EVENT_TIME = "bad_event_time"
 QUARANTINE_REASONS = (BLANK_LINE, MALFORMED_JSON, MISSING_EVENT_TYPE, UNKNOWN_EVENT_TYPE, BAD_EVENT_TIME)
 
 QUARANTINE_COLUMNS = [
-    "bronze_id", "family", "reason", "detail", "event_type", "raw_line", "source_file",
-    "bronze_run_id", "bronze_ingest_ts",
+    "bronze_id",
+    "family",
+    "reason",
+    "detail",
+    "event_type",
+    "raw_line",
+    "source_file",
+    "bronze_run_id",
+    "bronze_ingest_ts",
 ]
 LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts"]
 
@@ -48,16 +55,26 @@ def _lit_array(values) -> Column:
     return F.array(*[F.lit(v) for v in values]) if values else F.array().cast("array<string>")
 
 
-def _canonical_event_type(plan: FamilyPlan, raw_type: Column) -> Column:
+def _canonical_event_type(plan: FamilyPlan, raw_type: str) -> Column:
     """The registry's name for ``raw_type`` (aliases resolved), NULL when the registry does not know it."""
     names = {e: e for e in plan.event_types} | dict(plan.aliases)
-    lookup = F.create_map(*[F.lit(x) for pair in sorted(names.items()) for x in pair])
-    return F.try_element_at(lookup, raw_type)
+    lookup = _sql_map({k: _sql_str(v) for k, v in names.items()})
+    return F.expr(f"try_element_at({lookup}, `{raw_type}`)")
 
 
-def _typed(raw: Column, spark_type: str) -> Column:
-    # try_cast: a value that does not fit becomes NULL here and is rescued below.
-    return raw.try_cast(spark_type)
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_map(entries: dict[str, str]) -> str:
+    """A SQL map literal; values are SQL expressions. (Built as text: one call into the JVM,
+    where thousands of Column objects through py4j would take seconds per batch.)"""
+    return "map(" + ", ".join(f"{_sql_str(k)}, {v}" for k, v in sorted(entries.items())) + ")"
+
+
+def _sql_in(column: str, values) -> str:
+    values = list(values)
+    return f"{column} IN ({', '.join(_sql_str(v) for v in values)})" if values else "FALSE"
 
 
 def to_silver(bronze_rows: DataFrame, family: str) -> SilverFrames:
@@ -69,20 +86,29 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     """Parse each bronze row once and give it a quarantine reason (NULL for a real event)."""
     plan = family_plan(family)
     rows = bronze_rows.select(
-        "bronze_id", "raw_line", "parse_status", "record_shape", "event_type", "source_file",
-        F.col("run_id").alias("bronze_run_id"), F.col("ingest_ts").alias("bronze_ingest_ts"),
+        "bronze_id",
+        "raw_line",
+        "parse_status",
+        "record_shape",
+        "event_type",
+        "source_file",
+        F.col("run_id").alias("bronze_run_id"),
+        F.col("ingest_ts").alias("bronze_ingest_ts"),
     )
     line = F.col("raw_line")
     parsable = F.when(line.startswith(_BOM), F.substring(line, 2, 1 << 30)).otherwise(line)
     # One parse of the line for flat records; envelopes parse their event object a second time.
     top = F.from_json(parsable, wide_schema_ddl(plan, extra=("event", "metadata")))
-    top_attrs = F.struct(*[F.col(f"_top.`{n}`") for n in wide_field_names(plan)])
+    top_attrs = F.expr("struct(" + ", ".join(f"`_top`.`{n}`" for n in wide_field_names(plan)) + ")")
     is_envelope = F.col("record_shape") == "envelope"
-    rows = rows.withColumn("_top", top).withColumn(
-        "_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide_schema_ddl(plan))).otherwise(top_attrs)
-    ).withColumn(
-        "_attrs_json", F.when(is_envelope, F.col("_top.event")).otherwise(parsable)
-    ).withColumn("_canonical_type", _canonical_event_type(plan, F.col("event_type")))
+    rows = (
+        rows.withColumn("_top", top)
+        .withColumn(
+            "_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide_schema_ddl(plan))).otherwise(top_attrs)
+        )
+        .withColumn("_attrs_json", F.when(is_envelope, F.col("_top.event")).otherwise(parsable))
+        .withColumn("_canonical_type", _canonical_event_type(plan, "event_type"))
+    )
     rows = rows.withColumn("event_time", F.col("_attrs.eventTime").try_cast("timestamp"))
 
     reason = (
@@ -94,8 +120,10 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     )
     detail = (
         F.when(reason == UNKNOWN_EVENT_TYPE, F.concat(F.lit("event type not in the registry: "), F.col("event_type")))
-        .when(reason == BAD_EVENT_TIME, F.concat(F.lit("eventTime not a timestamp: "),
-                                                 F.coalesce(F.col("_attrs.eventTime"), F.lit("(missing)"))))
+        .when(
+            reason == BAD_EVENT_TIME,
+            F.concat(F.lit("eventTime not a timestamp: "), F.coalesce(F.col("_attrs.eventTime"), F.lit("(missing)"))),
+        )
         .when(reason == MISSING_EVENT_TYPE, F.lit("no eventType in the record, its metadata or its folder"))
         .when(reason == MALFORMED_JSON, F.lit("line is not a JSON object"))
         .when(reason == BLANK_LINE, F.lit("empty line"))
@@ -106,85 +134,92 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
 def split_classified(rows: DataFrame, family: str) -> SilverFrames:
     """Classified rows -> (typed events, quarantine rows)."""
     quarantine = rows.where(F.col("_reason").isNotNull()).select(
-        "bronze_id", F.lit(family).alias("family"), F.col("_reason").alias("reason"),
-        F.col("_detail").alias("detail"), "event_type", "raw_line", "source_file",
-        "bronze_run_id", "bronze_ingest_ts",
+        "bronze_id",
+        F.lit(family).alias("family"),
+        F.col("_reason").alias("reason"),
+        F.col("_detail").alias("detail"),
+        "event_type",
+        "raw_line",
+        "source_file",
+        "bronze_run_id",
+        "bronze_ingest_ts",
     )
     events = _type_events(rows.where(F.col("_reason").isNull()), family_plan(family))
     return SilverFrames(events=events, quarantine=quarantine)
 
 
 def _type_events(rows: DataFrame, plan: FamilyPlan) -> DataFrame:
-    event_type = F.col("_canonical_type")
-    typed_cols: list[Column] = []
-    bad_names: list[Column] = []
-    bad_values: list[Column] = []
-    for col in plan.columns:
-        if col.attribute == "eventTime":
-            continue  # typed as event_time above
-        raw = F.col(f"_attrs.`{col.attribute}`")
+    """Typed columns, rescue and identity, as SQL text (see ``_sql_map`` for why text)."""
+    etype = "`_canonical_type`"
+    checks: list[str] = []  # per attribute: does it apply to this event type, and does its value fit
+    typed: list[str] = []
+    bad_names: list[str] = []
+    bad_values: list[str] = []
+    for i, col in enumerate(c for c in plan.columns if c.attribute != "eventTime"):
+        raw = f"`_attrs`.`{col.attribute}`"
         if col.attribute == "eventType":
             # In a flat record the top-level eventType names the event; only an envelope's
             # event object can carry the documented attribute of that name.
-            raw = F.when(F.col("record_shape") == "envelope", raw)
-        applies = F.lit(True) if col.common else event_type.isin(*col.event_types)
+            raw = f"CASE WHEN record_shape = 'envelope' THEN {raw} END"
+        applies = "TRUE" if col.common else _sql_in(etype, col.event_types)
         if col.common or col.uniform:
-            cast_ok = _typed(raw, col.physical_type).isNotNull()
-        else:  # the same name documented with different types: check against this event's own type
-            cast_ok = F.lit(False)
-            for spark_type in sorted({t for _, t in col.types_by_event}):
-                types_here = [e for e, t in col.types_by_event if t == spark_type]
-                cast_ok = F.when(event_type.isin(*types_here), _typed(raw, spark_type).isNotNull()).otherwise(cast_ok)
-        bad = raw.isNotNull() & applies & ~cast_ok
-        typed_cols.append(F.when(applies & cast_ok, _typed(raw, col.physical_type)).alias(col.column))
-        bad_names.append(F.when(bad, F.lit(col.attribute)))
-        bad_values.append(F.when(bad, raw))
+            fits = f"try_cast({raw} AS {col.physical_type}) IS NOT NULL"
+        else:  # one name, several documented types: check against this event type's own
+            arms = " ".join(
+                f"WHEN {_sql_in(etype, [e for e, t in col.types_by_event if t == spark_type])} "
+                f"THEN try_cast({raw} AS {spark_type}) IS NOT NULL"
+                for spark_type in sorted({t for _, t in col.types_by_event})
+            )
+            fits = f"CASE {arms} ELSE FALSE END"
+        checks += [f"({raw}) AS `_raw{i}`", f"({applies}) AS `_applies{i}`", f"({fits}) AS `_fits{i}`"]
+        typed.append(
+            f"CASE WHEN `_applies{i}` AND `_fits{i}` THEN try_cast(`_raw{i}` AS {col.physical_type}) END"
+            f" AS `{col.column}`"
+        )
+        bad = f"`_raw{i}` IS NOT NULL AND `_applies{i}` AND NOT `_fits{i}`"
+        bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
+        bad_values.append(f"CASE WHEN {bad} THEN `_raw{i}` END")
 
-    known_keys = F.create_map(*[x for e, keys in plan.keys_by_event for x in (F.lit(e), _lit_array(keys + ("eventType",)))])
-    unknown_keys = F.array_except(F.json_object_keys("_attrs_json"), F.try_element_at(known_keys, event_type))
-    unknown_map = F.when(
-        F.size(unknown_keys) > 0,
-        F.map_filter(
-            F.from_json("_attrs_json", "map<string,string>"), lambda k, _v: F.array_contains(unknown_keys, k)
-        ),
+    known = _sql_map({e: "array(" + ", ".join(_sql_str(k) for k in keys + ("eventType",)) + ")"
+                      for e, keys in plan.keys_by_event})
+    unknown_keys = f"array_except(json_object_keys(`_attrs_json`), try_element_at({known}, {etype}))"
+    looks_legacy = "FALSE"
+    if plan.family == "site":
+        looks_legacy = " AND ".join(f"`_attrs`.`{n}` IS NULL" for n in CURRENT_ONLY_COMMON)
+    edition = f"CASE WHEN {_sql_in(etype, plan.legacy_event_types)} AND {looks_legacy} THEN 'legacy' ELSE 'current' END"
+
+    staged = rows.selectExpr(
+        "*", *checks, f"{unknown_keys} AS `_unknown_keys`", f"{edition} AS `_edition`"
+    ).selectExpr(
+        "*",
+        "map_concat("
+        "  CASE WHEN size(`_unknown_keys`) > 0 THEN map_filter(from_json(`_attrs_json`, 'map<string,string>'),"
+        "    (k, v) -> array_contains(`_unknown_keys`, k)) ELSE map() END,"
+        f"  map_from_arrays(array_compact(array({', '.join(bad_names)})),"
+        f"                  array_compact(array({', '.join(bad_values)})))"
+        ") AS `_rescued_map`",
     )
-    bad_map = F.map_from_arrays(F.array_compact(F.array(*bad_names)), F.array_compact(F.array(*bad_values)))
-    rescued = F.map_concat(F.coalesce(unknown_map, F.create_map().cast("map<string,string>")), bad_map)
-
-    present = [F.col(f"_attrs.`{name}`").isNotNull() for name in CURRENT_ONLY_COMMON if plan.family == "site"]
-    looks_legacy = ~_any(present) if present else F.lit(False)
-    edition = F.when(event_type.isin(*plan.legacy_event_types) & looks_legacy, "legacy").otherwise("current")
-
-    typed = rows.select(
-        event_type.alias("event_type"),
+    typed_frame = staged.selectExpr(
+        f"{etype} AS event_type",
         "event_time",
-        F.to_date("event_time").alias("event_date"),
-        F.lit(plan.family).alias("family"),
+        "to_date(event_time) AS event_date",
+        f"{_sql_str(plan.family)} AS family",
         "record_shape",
-        edition.alias("edition"),
-        *typed_cols,
-        F.when(F.col("record_shape") == "envelope", F.col("_top.traceUuid")).alias("envelope_trace_uuid"),
-        F.when(F.col("record_shape") == "envelope", F.get_json_object("_top.metadata", "$.eventVersion"))
-        .alias("envelope_event_version"),
-        F.when(F.size(rescued) > 0, F.to_json(rescued)).alias("_rescued_data"),
+        "`_edition` AS edition",
+        *typed,
+        "CASE WHEN record_shape = 'envelope' THEN `_top`.`traceUuid` END AS envelope_trace_uuid",
+        "CASE WHEN record_shape = 'envelope' THEN get_json_object(`_top`.`metadata`, '$.eventVersion') END"
+        " AS envelope_event_version",
+        "CASE WHEN size(`_rescued_map`) > 0 THEN to_json(`_rescued_map`) END AS `_rescued_data`",
         *LINEAGE_COLUMNS,
     )
     # Same event, same id: the typed content (not the record shape, file or envelope) decides.
-    content = F.to_json(F.struct(*[F.col(c.column) for c in plan.columns if c.attribute != "eventTime"]))
-    event_id = F.sha2(
-        F.concat_ws("\u0001", F.lit(plan.family), F.col("event_type"),
-                    F.date_format("event_time", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"), content,
-                    F.coalesce(F.col("_rescued_data"), F.lit(""))),
-        256,
+    content = "to_json(struct(" + ", ".join(f"`{c.column}`" for c in plan.columns if c.attribute != "eventTime") + "))"
+    event_id = (
+        f"sha2(concat_ws('\\u0001', family, event_type, date_format(event_time, \"yyyy-MM-dd'T'HH:mm:ss.SSSSSS\"), "
+        f"{content}, coalesce(`_rescued_data`, '')), 256) AS event_id"
     )
-    return typed.select(event_id.alias("event_id"), "*")
-
-
-def _any(conds: list[Column]) -> Column:
-    out = conds[0]
-    for c in conds[1:]:
-        out = out | c
-    return out
+    return typed_frame.selectExpr(event_id, "*")
 
 
 def deduplicate_events(events: DataFrame) -> tuple[DataFrame, DataFrame]:

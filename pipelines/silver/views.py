@@ -14,13 +14,21 @@ from pyspark.sql import SparkSession
 
 from pipelines.registry import REGISTRY_PATH
 from pipelines.silver.plan import DECODED_NAMES, ColumnPlan, family_plan
+from pipelines.tables import Tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
 _HEAD = ["event_id", "event_type", "event_time", "event_date", "record_shape", "edition"]
 _TAIL = [
-    "envelope_trace_uuid", "envelope_event_version", "_rescued_data",
-    "bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts", "silver_run_id", "silver_ingest_ts",
+    "envelope_trace_uuid",
+    "envelope_event_version",
+    "_rescued_data",
+    "bronze_id",
+    "source_file",
+    "bronze_run_id",
+    "bronze_ingest_ts",
+    "silver_run_id",
+    "silver_ingest_ts",
 ]
 
 
@@ -42,7 +50,7 @@ def decoded_column(col: ColumnPlan, taken: set[str]) -> str | None:
     return f"CASE `{col.column}` {whens} END AS `{name}`"
 
 
-def view_sql(family: str, event_type: str, table: str) -> str:
+def view_sql(t: Tables, family: str, event_type: str) -> str:
     plan = family_plan(family)
     items = [f"`{c}`" for c in _HEAD]
     taken = {c.column for c in plan.event_columns(event_type)}
@@ -57,8 +65,8 @@ def view_sql(family: str, event_type: str, table: str) -> str:
             items.append(decoded)
     items += [f"`{c}`" for c in _TAIL]
     return (
-        f"CREATE OR REPLACE VIEW silver.`{event_type}` AS SELECT {', '.join(items)} "
-        f"FROM {table} WHERE event_type = {_sql_string(event_type)}"
+        f"CREATE OR REPLACE VIEW {t.event_view(event_type)} AS SELECT {', '.join(items)} "
+        f"FROM {t.silver_events(family)} WHERE event_type = {_sql_string(event_type)}"
     )
 
 
@@ -66,17 +74,18 @@ def _registry_hash() -> str:
     return hashlib.sha256(REGISTRY_PATH.read_bytes()).hexdigest()
 
 
-def ensure_event_views(spark: SparkSession, family: str, table: str, log=print) -> int:
+def ensure_event_views(spark: SparkSession, t: Tables, family: str, log=print) -> int:
     """Create the family's event views if missing or stale; returns how many were (re)created."""
     plan = family_plan(family)
+    table = t.silver_events(family)
     wanted = _registry_hash()
     props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    existing = {r["viewName"] for r in spark.sql("SHOW VIEWS IN silver").collect()}
+    existing = {r["viewName"] for r in spark.sql(f"SHOW VIEWS IN {t.silver_schema}").collect()}
     todo = [e for e in plan.event_types if props.get(_HASH_PROPERTY) != wanted or e not in existing]
     if not todo:
         return 0
     log(f"silver: creating {len(todo)} {family} event views (silver.<event_type>)")
     for event_type in todo:
-        spark.sql(view_sql(family, event_type, table))
+        spark.sql(view_sql(t, family, event_type))
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{_HASH_PROPERTY}' = '{wanted}')")
     return len(todo)

@@ -1,0 +1,116 @@
+"""Reconciliation: every bronze row is a silver event, a removed duplicate, or quarantined.
+
+Totals are checked row by row on ``bronze_id`` (not just by counting), so a row in
+two places or in none shows up. Per-run figures come from ``ops.silver_batches``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import bronze
+from pipelines.config import Config
+from pipelines.tables import tables
+
+
+@dataclass
+class FamilyReconciliation:
+    family: str
+    bronze_rows: int
+    silver_events: int
+    duplicates: int
+    quarantined: int
+    pending: int  # bronze rows not promoted yet (silver not run since they landed)
+    accounted_twice: int  # bronze rows found in more than one place: must be 0
+
+    @property
+    def balanced(self) -> bool:
+        return (
+            self.accounted_twice == 0
+            and self.bronze_rows == self.silver_events + self.duplicates + self.quarantined + self.pending
+        )
+
+
+def reconcile_family(spark: SparkSession, cfg: Config, family: str) -> FamilyReconciliation | None:
+    source = bronze.bronze_table(cfg, family)
+    if not spark.catalog.tableExists(source):
+        return None
+    t = tables(cfg)
+    outputs = []
+    if spark.catalog.tableExists(t.silver_events(family)):
+        outputs = [
+            spark.table(t.silver_events(family)).select("bronze_id", F.lit("silver").alias("place")),
+            spark.table(t.duplicates)
+            .where(F.col("family") == family)
+            .select("bronze_id", F.lit("duplicate").alias("place")),
+            spark.table(t.quarantine)
+            .where(F.col("family") == family)
+            .select("bronze_id", F.lit("quarantine").alias("place")),
+        ]
+    bronze_ids = spark.table(source).select("bronze_id")
+    if outputs:
+        placed = outputs[0].unionByName(outputs[1]).unionByName(outputs[2])
+        per_row = (
+            bronze_ids.join(placed, "bronze_id", "left")
+            .groupBy("bronze_id")
+            .agg(F.count("place").alias("places"), F.first("place", ignorenulls=True).alias("place"))
+        )
+    else:
+        per_row = bronze_ids.withColumn("places", F.lit(0)).withColumn("place", F.lit(None).cast("string"))
+    row = per_row.agg(
+        F.count("*").alias("bronze_rows"),
+        F.count_if((F.col("place") == "silver") & (F.col("places") == 1)).alias("silver"),
+        F.count_if((F.col("place") == "duplicate") & (F.col("places") == 1)).alias("duplicate"),
+        F.count_if((F.col("place") == "quarantine") & (F.col("places") == 1)).alias("quarantine"),
+        F.count_if(F.col("places") == 0).alias("pending"),
+        F.count_if(F.col("places") > 1).alias("twice"),
+    ).first()
+    return FamilyReconciliation(
+        family, row["bronze_rows"], row["silver"], row["duplicate"], row["quarantine"], row["pending"], row["twice"]
+    )
+
+
+def reconcile(spark: SparkSession, cfg: Config) -> list[FamilyReconciliation]:
+    return [r for f in bronze.FAMILIES if (r := reconcile_family(spark, cfg, f)) is not None]
+
+
+def run_figures(spark: SparkSession, cfg: Config, limit: int = 20) -> list[dict]:
+    """Per refresh run: bronze rows promoted, new events, duplicates, quarantined."""
+    batches = tables(cfg).silver_batches
+    if not spark.catalog.tableExists(batches):
+        return []
+    rows = (
+        spark.table(batches)
+        .groupBy("silver_run_id", "family")
+        .agg(
+            *[F.sum(c).alias(c) for c in ("bronze_rows", "inserted", "duplicates", "quarantined")],
+            F.min("processed_at").alias("started"),
+        )
+        .orderBy(F.col("started").desc(), "family")
+        .limit(limit)
+        .collect()
+    )
+    return [r.asDict() for r in rows]
+
+
+def format_reconciliation(results: list[FamilyReconciliation], runs: list[dict]) -> str:
+    lines = [f"{'family':<8} {'bronze':>9} {'silver':>9} {'dupes':>7} {'quarant.':>8} {'pending':>8}  check"]
+    for r in results:
+        status = "ok" if r.balanced else f"MISMATCH ({r.accounted_twice} rows counted twice)"
+        lines.append(
+            f"{r.family:<8} {r.bronze_rows:>9} {r.silver_events:>9} {r.duplicates:>7} {r.quarantined:>8} "
+            f"{r.pending:>8}  {status}"
+        )
+    if runs:
+        lines.append("")
+        lines.append(f"{'silver run':<28} {'family':<7} {'bronze':>8} {'new':>8} {'dupes':>6} {'quar.':>6}  check")
+        for run in runs:
+            ok = run["bronze_rows"] == run["inserted"] + run["duplicates"] + run["quarantined"]
+            lines.append(
+                f"{run['silver_run_id']:<28} {run['family']:<7} {run['bronze_rows']:>8} {run['inserted']:>8} "
+                f"{run['duplicates']:>6} {run['quarantined']:>6}  {'ok' if ok else 'MISMATCH'}"
+            )
+    return "\n".join(lines)

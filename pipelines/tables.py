@@ -1,0 +1,39 @@
+"""Table names, in one place. A table's schema says its layer; the schemas come from conf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipelines.config import Config
+
+
+@dataclass(frozen=True)
+class Tables:
+    bronze_schema: str
+    silver_schema: str
+    ops_schema: str
+
+    def bronze_raw(self, family: str) -> str:
+        return f"{self.bronze_schema}.{family}_events_raw"
+
+    def silver_events(self, family: str) -> str:
+        return f"{self.silver_schema}.{family}_events"
+
+    def event_view(self, event_type: str) -> str:
+        return f"{self.silver_schema}.`{event_type}`"
+
+    @property
+    def quarantine(self) -> str:
+        return f"{self.silver_schema}.quarantine"
+
+    @property
+    def duplicates(self) -> str:
+        return f"{self.silver_schema}.duplicate_records"
+
+    @property
+    def silver_batches(self) -> str:
+        return f"{self.ops_schema}.silver_batches"
+
+
+def tables(cfg: Config) -> Tables:
+    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"))

@@ -1,0 +1,212 @@
+"""Silver typing on tiny inline frames: no files, no tables, the real Spark transforms."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime
+
+import pytest
+
+from pipelines.bronze import to_bronze_rows
+from pipelines.generate import full_record
+from pipelines.registry import event_spec, event_specs
+from pipelines.silver.plan import column_name, family_plan, snake_case
+from pipelines.silver.transform import deduplicate_events, to_silver
+
+pytestmark = pytest.mark.integration
+
+SITE = "11111111-2222-3333-4444-555555555555"
+
+
+def bronze_frame(spark, lines: list[str], family: str = "site", folder_type: str = "hist_login"):
+    raw = spark.createDataFrame(
+        [(line, f"/landing/{family}/eventType={folder_type}/part-{i}.json", 100, None) for i, line in enumerate(lines)],
+        "value string, source_file string, source_file_size long, source_file_mtime timestamp",
+    )
+    return to_bronze_rows(raw, family, "run-t")
+
+
+def silver_of(spark, records: list, family: str = "site", folder_type: str = "hist_login"):
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    frames = to_silver(bronze_frame(spark, lines, family, folder_type), family)
+    return [r.asDict() for r in frames.events.collect()], [r.asDict() for r in frames.quarantine.collect()]
+
+
+def login(**extra):
+    rec = {
+        "eventType": "hist_login",
+        "eventTime": "2026-06-01T10:00:00.123456Z",
+        "actorUserId": 42,
+        "actorUserLuid": "aaaaaaaa-0000-0000-0000-000000000001",
+        "siteLuid": SITE,
+        "siteRoleId": 11,
+        "systemAdminLevel": 10,
+        "actorExternalId": "ext-1",
+    }
+    rec.update(extra)
+    return rec
+
+
+def envelope(rec: dict) -> dict:
+    event = {k: v for k, v in rec.items() if k != "eventType"}
+    return {"traceUuid": "t-1", "event": event, "metadata": {"eventType": rec["eventType"], "eventVersion": "1.0"}}
+
+
+def test_snake_case_names():
+    assert snake_case("actorUserLuid") == "actor_user_luid"
+    assert snake_case("totalStorageQuotaUsed") == "total_storage_quota_used"
+    assert column_name("eventType") == "attr_event_type"  # the materialized-views events' own attribute
+    assert column_name("eventTime") == "event_time"
+
+
+def test_typed_columns_and_codes(spark):
+    events, quarantine = silver_of(spark, [login()])
+    assert quarantine == []
+    (row,) = events
+    assert row["event_type"] == "hist_login"
+    assert row["event_time"] == datetime(2026, 6, 1, 10, 0, 0, 123456)
+    assert row["event_date"].isoformat() == "2026-06-01"
+    assert row["actor_user_id"] == 42 and row["site_role_id"] == 11 and row["system_admin_level"] == 10
+    assert row["actor_external_id"] == "ext-1"
+    assert row["record_shape"] == "flat" and row["edition"] == "current"
+    assert row["_rescued_data"] is None
+    assert row["source_file"].endswith("part-0.json") and row["bronze_run_id"] == "run-t"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-06-16T18:03:47.203309Z", datetime(2024, 6, 16, 18, 3, 47, 203309)),
+        ("2024-06-16T18:03:47Z", datetime(2024, 6, 16, 18, 3, 47)),
+        ("2024-06-16T20:03:47+02:00", datetime(2024, 6, 16, 18, 3, 47)),
+        ("2024-06-16T18:03:47.5-01:30", datetime(2024, 6, 16, 19, 33, 47, 500000)),
+    ],
+)
+def test_event_time_forms_are_utc(spark, text, expected):
+    (row,), _ = silver_of(spark, [login(eventTime=text)])
+    assert row["event_time"] == expected  # session time zone is UTC
+
+
+def test_same_event_same_id_in_either_shape_and_number_as_string(spark):
+    flat = login()
+    as_string = login(actorUserId="42", siteRoleId="11")
+    events, _ = silver_of(spark, [flat, envelope(flat), as_string, login(actorUserId=43)])
+    ids = [e["event_id"] for e in events]
+    assert ids[0] == ids[1] == ids[2]
+    assert ids[3] != ids[0]
+    assert events[1]["record_shape"] == "envelope" and events[1]["envelope_trace_uuid"] == "t-1"
+    assert events[2]["actor_user_id"] == 42 and events[2]["_rescued_data"] is None
+
+
+def test_bad_values_and_unknown_attributes_are_rescued(spark):
+    rec = login(actorUserId="forty-two", quantumFlux={"a": 1}, newField2027="x", systemAdminLevel=1.5)
+    (row,), quarantine = silver_of(spark, [rec])
+    assert quarantine == []
+    assert row["actor_user_id"] is None and row["system_admin_level"] is None
+    rescued = json.loads(row["_rescued_data"])
+    assert rescued == {"actorUserId": "forty-two", "systemAdminLevel": "1.5", "quantumFlux": '{"a":1}', "newField2027": "x"}
+
+
+def test_attribute_documented_for_another_event_type_is_rescued(spark):
+    # jobId is a background_job attribute, not a hist_login one
+    (row,), _ = silver_of(spark, [login(jobId=7)])
+    assert row["job_id"] is None
+    assert json.loads(row["_rescued_data"]) == {"jobId": "7"}
+
+
+def test_quarantine_reasons(spark):
+    lines = [
+        "",
+        '{"eventType": "hist_login", "eventTime": ',
+        json.dumps({"eventTime": "2026-06-01T10:00:00Z"}),  # type from the folder: an event
+        json.dumps(login(eventType="hist_quantum_teleport")),
+        json.dumps(login(eventTime="not-a-time")),
+        json.dumps({k: v for k, v in login().items() if k != "eventTime"}),
+    ]
+    events, quarantine = silver_of(spark, lines)
+    reasons = sorted((q["reason"], q["event_type"]) for q in quarantine)
+    assert reasons == [
+        ("bad_event_time", "hist_login"),
+        ("bad_event_time", "hist_login"),
+        ("blank_line", None),
+        ("malformed_json", None),
+        ("unknown_event_type", "hist_quantum_teleport"),
+    ]
+    assert len(events) == 1 and events[0]["event_type"] == "hist_login"
+    assert all(q["raw_line"] is not None and q["source_file"] and q["detail"] for q in quarantine)
+
+
+def test_missing_event_type_everywhere_is_quarantined(spark):
+    raw = spark.createDataFrame(
+        [('{"eventTime": "2026-06-01T10:00:00Z"}', "/landing/site/part-0.json", 1, None)],
+        "value string, source_file string, source_file_size long, source_file_mtime timestamp",
+    )
+    frames = to_silver(to_bronze_rows(raw, "site", "r"), "site")
+    assert [q["reason"] for q in frames.quarantine.collect()] == ["missing_event_type"]
+
+
+def test_alias_and_legacy_edition(spark):
+    tenant = {"eventType": "batch_revoke_sessions", "eventTime": "2026-06-01T10:00:00Z", "sessionUserId": "u1"}
+    (row,), _ = silver_of(spark, [tenant], family="tenant", folder_type="batch_revoke_session")
+    assert row["event_type"] == "batch_revoke_session" and row["session_user_id"] == "u1"
+    legacy = {
+        "eventType": "add_delete_user_to_group", "eventTime": "2026-06-01T10:00:00Z", "actorUserId": 5,
+        "siteLuid": SITE, "isError": False, "serviceName": "vizportal", "traceUuid": "tr", "groupId": 3,
+    }
+    (row,), _ = silver_of(spark, [legacy])
+    assert row["edition"] == "legacy" and row["service_name"] == "vizportal" and row["trace_uuid"] == "tr"
+    assert row["_rescued_data"] is None
+
+
+def test_duplicates_keep_the_earliest_copy(spark):
+    lines = [json.dumps(r) for r in (login(), envelope(login()), login(actorUserId=7))]
+    first, others = deduplicate_events(to_silver(bronze_frame(spark, lines), "site").events)
+    assert first.count() == 2 and others.count() == 1
+    assert others.first()["source_file"].endswith("part-1.json")  # same ingest time: file order decides
+
+
+def _expected(value, spark_type: str):
+    if spark_type in ("int", "bigint"):
+        return int(value)
+    if spark_type == "double":
+        return float(value)
+    if spark_type == "boolean":
+        return bool(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@pytest.mark.parametrize("family", ["site", "tenant"])
+def test_registry_coverage_every_attribute_of_every_event_type(spark, family):
+    """A record with every documented attribute of every event type types back to its input."""
+    rng = random.Random(5)
+    plan = family_plan(family)
+    records = {spec.event_type: full_record(spec, rng) for spec in event_specs(family)}
+    lines = [json.dumps(r) for r in records.values()]
+    frames = to_silver(bronze_frame(spark, lines, family, "x"), family)
+    assert frames.quarantine.count() == 0
+    rows = {r["event_type"]: r.asDict() for r in frames.events.collect()}
+    assert set(rows) == set(records)
+    mismatches = []
+    for event_type, record in records.items():
+        row = rows[event_type]
+        assert row["_rescued_data"] is None, (event_type, row["_rescued_data"])
+        for col in plan.event_columns(event_type):
+            if col.attribute == "eventTime":
+                continue
+            if col.attribute == "eventType":  # flat record: the key names the event
+                continue
+            assert col.attribute in record, f"{event_type}.{col.attribute} missing from the generated record"
+            want = _expected(record[col.attribute], col.documented_type(event_type))
+            got = row[col.column]
+            if col.physical_type == "string" and col.documented_type(event_type) != "string":
+                got = _expected(got, col.documented_type(event_type))
+            if got != want:
+                mismatches.append((event_type, col.attribute, want, got))
+    assert mismatches == []
+    assert event_spec(family, next(iter(records))).family == family
+
+
+def test_event_time_to_utc_date_boundary(spark):
+    (row,), _ = silver_of(spark, [login(eventTime="2026-06-01T23:30:00-02:00")])
+    assert row["event_time"] == datetime(2026, 6, 2, 1, 30) and row["event_date"].isoformat() == "2026-06-02"
