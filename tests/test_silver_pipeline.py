@@ -1,0 +1,189 @@
+"""Bronze -> silver end to end on a generated dirty feed, through real Delta tables and streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines import bronze
+from pipelines.config import load_config
+from pipelines.generate import UNKNOWN_TYPES, generate_activity_log
+from pipelines.reconcile import reconcile, run_figures
+from pipelines.refresh import run_refresh
+from pipelines.registry import event_specs
+from pipelines.silver.plan import family_plan
+from pipelines.tables import tables
+
+pytestmark = pytest.mark.integration
+
+QUIET = {"log": lambda _m: None}
+
+
+def variant(lake_dir: Path, name: str):
+    environ = dict(os.environ)
+    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
+    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
+    for layer in ("bronze", "silver", "ops"):
+        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
+    return load_config("test", environ=environ)
+
+
+@pytest.fixture(scope="module")
+def lake(spark, lake_dir):
+    cfg = variant(lake_dir, "silver")
+    landing = cfg.path("paths.landing_dir")
+    summary = generate_activity_log(landing, 2000, seed=3, days=2, dirty=True)
+    report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
+    return cfg, landing, summary, report
+
+
+def total(results, attr):
+    return sum(getattr(r, attr) for r in results)
+
+
+def test_every_bronze_row_is_accounted_for(spark, lake):
+    cfg, _, summary, report = lake
+    results = reconcile(spark, cfg)
+    assert all(r.balanced for r in results), results
+    assert total(results, "bronze_rows") == summary["lines"]
+    assert total(results, "pending") == 0 and total(results, "accounted_twice") == 0
+    assert total(report.silver, "bronze_rows") == summary["lines"]
+    runs = run_figures(spark, cfg)
+    assert {r["silver_run_id"] for r in runs} == {report.run_id}
+
+
+def test_each_dirty_kind_ends_where_it_should(spark, lake):
+    cfg, _, summary, _ = lake
+    t = tables(cfg)
+    reasons = {r["reason"]: r["n"] for r in spark.table(t.quarantine).groupBy("reason").agg(F.count("*").alias("n")).collect()}
+    dirty = summary["dirty"]
+    assert reasons["blank_line"] >= dirty["blank_line"]
+    assert reasons["malformed_json"] >= dirty["malformed_line"]
+    assert reasons["bad_event_time"] == dirty["bad_event_time"]
+    unknown = spark.table(t.quarantine).where("reason = 'unknown_event_type'")
+    assert unknown.count() == dirty["unknown_event_type"]
+    assert {r["event_type"] for r in unknown.collect()} <= set(UNKNOWN_TYPES)
+    assert unknown.where(F.col("event_type").isNull()).count() == 0  # counted by name
+    # copies of the same record, in one shape or the other, collapse to one silver row
+    assert spark.table(t.duplicates).count() == dirty["duplicate_record"] + dirty["duplicate_other_shape"]
+
+
+def test_unknown_attributes_and_bad_values_are_rescued(spark, lake):
+    cfg, _, summary, _ = lake
+    t = tables(cfg)
+    rescued = [
+        json.loads(r["_rescued_data"])
+        for fam in bronze.FAMILIES
+        for r in spark.table(t.silver_events(fam)).where("_rescued_data IS NOT NULL").select("_rescued_data").collect()
+    ]
+    invented = {"quantumFlux", "newFieldFrom2027", "vendorExtension"}
+    with_unknown = [r for r in rescued if invented & set(r)]
+    assert len(with_unknown) == summary["dirty"]["unknown_attribute"]
+    assert len([r for r in rescued if not invented & set(r)]) == summary["dirty"]["bad_value"]
+    assert any(v == '{"a":1}' for r in with_unknown for v in r.values())
+
+
+def test_numbers_sent_as_strings_are_typed(spark, lake):
+    cfg, landing, summary, _ = lake
+    assert summary["dirty"]["number_as_string"] >= 2
+    site = spark.table(tables(cfg).silver_events("site"))
+    # every documented int attribute that is set holds an int: the schema is typed, and the
+    # string-sent numbers did not end in _rescued_data (only bad_value records did)
+    assert dict(site.dtypes)["actor_user_id"] == "int"
+    assert site.where("_rescued_data IS NOT NULL").count() <= summary["dirty"]["bad_value"] + summary["dirty"][
+        "unknown_attribute"
+    ]
+
+
+def test_rerun_changes_nothing(spark, lake):
+    cfg, _, _, _ = lake
+    t = tables(cfg)
+    before = {name: spark.table(name).count() for name in (t.silver_events("site"), t.silver_events("tenant"),
+                                                           t.quarantine, t.duplicates)}
+    report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
+    assert total(report.bronze, "rows_landed") == 0
+    assert total(report.silver, "bronze_rows") == 0
+    after = {name: spark.table(name).count() for name in before}
+    assert after == before
+
+
+def test_duplicates_across_runs_collapse(spark, lake):
+    cfg, landing, _, _ = lake
+    t = tables(cfg)
+    site_before = spark.table(t.silver_events("site")).count()
+    dups_before = spark.table(t.duplicates).count()
+    # the same records delivered again in a new file, in a later run, one of them in the other shape
+    source = next(p for p in sorted((landing / "site").rglob("*.json")) if p.stat().st_size > 0)
+    records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()][:3]
+    assert records
+    first = records[0]
+    if "event" in first:  # envelope -> flat
+        flat = {"eventType": first["metadata"]["eventType"], **first["event"]}
+    else:  # flat -> envelope
+        flat = {"traceUuid": "redelivered", "event": {k: v for k, v in first.items() if k != "eventType"},
+                "metadata": {"eventType": first["eventType"], "eventVersion": "1.0"}}
+    redelivery = source.parent / "part-redelivered-1.json"
+    redelivery.write_text("\n".join(json.dumps(r) for r in [*records, flat]) + "\n", encoding="utf-8")
+    report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
+    assert total(report.silver, "inserted") == 0
+    assert total(report.silver, "duplicates") == len(records) + 1
+    assert spark.table(t.silver_events("site")).count() == site_before
+    dups = spark.table(t.duplicates).where(F.col("source_file") == str(redelivery))
+    # each redelivered record matches silver; the other-shape copy of the first is a copy of a copy
+    kinds = sorted(r["duplicate_of"] for r in dups.collect())
+    assert kinds == ["already_in_silver"] * len(records) + ["same_batch"]
+    assert spark.table(t.duplicates).count() == dups_before + len(records) + 1
+    assert all(r.balanced for r in reconcile(spark, cfg))
+
+
+def test_event_views_exist_with_documented_types(spark, lake):
+    cfg, _, _, _ = lake
+    t = tables(cfg)
+    views = {r["viewName"] for r in spark.sql(f"SHOW VIEWS IN {t.silver_schema}").collect()}
+    assert {s.event_type for s in event_specs()} <= views
+    for family, event_type in [("site", "background_job"), ("site", "hist_login"), ("tenant", "create_user")]:
+        plan = family_plan(family)
+        types = dict(spark.table(t.event_view(event_type)).dtypes)
+        for col in plan.event_columns(event_type):
+            if col.attribute != "eventTime":
+                assert types[col.column] == col.documented_type(event_type), (event_type, col.column)
+    bj = dict(spark.table(t.event_view("background_job")).dtypes)
+    assert bj["duration"] == "bigint" and bj["event_time"] == "timestamp" and bj["site_role"] == "string"
+    assert bj["is_system_admin"] == "boolean"
+    # a column documented as int for one event and string for another is typed per event view
+    state_types = {e: dict(spark.table(t.event_view(e)).dtypes)["state"] for e, _ in
+                   next(c for c in family_plan("site").attributes if c.attribute == "state").types_by_event[:4]}
+    plan_state = dict(next(c for c in family_plan("site").attributes if c.attribute == "state").types_by_event)
+    assert all(state_types[e] == plan_state[e] for e in state_types)
+    rows = spark.table(t.event_view("hist_login")).count()
+    assert rows == spark.table(t.silver_events("site")).where("event_type = 'hist_login'").count() > 0
+
+
+def test_new_bronze_rows_only_are_promoted(spark, lake_dir):
+    cfg = variant(lake_dir, "incremental")
+    landing = cfg.path("paths.landing_dir")
+    generate_activity_log(landing, 300, seed=21, days=1)
+    run_refresh(spark, cfg, ["bronze"], **QUIET)
+    pending = reconcile(spark, cfg)
+    assert total(pending, "pending") == total(pending, "bronze_rows") > 0  # landed, not yet promoted
+    first = run_refresh(spark, cfg, ["silver"], **QUIET)
+    assert total(first.silver, "bronze_rows") == total(pending, "bronze_rows")
+    # a second delivery: only its rows are promoted next time
+    extra = landing / "more"
+    generate_activity_log(extra, 300, seed=22, days=1)
+    for p in sorted(extra.rglob("*")):
+        if p.is_file():
+            target = landing / p.relative_to(extra)
+            target = target.with_name("part-second-" + target.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(p), target)
+    shutil.rmtree(extra)
+    second_bronze = run_refresh(spark, cfg, ["bronze"], **QUIET)
+    second = run_refresh(spark, cfg, ["silver"], **QUIET)
+    assert total(second.silver, "bronze_rows") == total(second_bronze.bronze, "rows_landed") > 0
+    assert all(r.balanced for r in reconcile(spark, cfg))
