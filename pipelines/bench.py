@@ -26,8 +26,15 @@ def _bench_cfg(cfg: Config, root: Path) -> Config:
     """Same settings, but checkpoints and tables of their own (never the real lakehouse's)."""
     environ = dict(os.environ)
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(root / "lake")
-    environ["AUDITLAKE__BRONZE__SCHEMA"] = "bench_bronze"
+    for layer in ("bronze", "silver", "ops"):
+        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"bench_{layer}"
     return load_config(cfg.env, environ=environ)
+
+
+def _fresh_lake(spark, bcfg: Config) -> None:
+    shutil.rmtree(bcfg.data_dir, ignore_errors=True)
+    for layer in ("bronze", "silver", "ops"):
+        spark.sql(f"DROP DATABASE IF EXISTS {bcfg.get(layer + '.schema')} CASCADE")
 
 
 def _dataset(cfg: Config, events: int, log) -> tuple[Path, dict]:
@@ -60,9 +67,8 @@ def bench_bronze(cfg: Config, events: int, log) -> dict:
 
     landing, data = _dataset(cfg, events, log)
     bcfg = _bench_cfg(cfg, landing.parent)
-    shutil.rmtree(bcfg.data_dir, ignore_errors=True)
     spark = build_spark(cfg)
-    spark.sql(f"DROP DATABASE IF EXISTS {bcfg.get('bronze.schema')} CASCADE")
+    _fresh_lake(spark, bcfg)
 
     def bare_scan() -> int:
         return spark.read.option("recursiveFileLookup", "true").text(str(landing)).count()
@@ -126,10 +132,107 @@ def write_section(doc: Path, layer: str, body: str) -> None:
     doc.write_text(text, encoding="utf-8")
 
 
+def duckdb_convert(landing: Path, out: Path) -> int:
+    """The reference a user might pick instead: DuckDB's read_json_auto -> Parquet, same files."""
+    import duckdb
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    glob = str(landing / "**" / "*.json*")
+    src = f"read_json_auto('{glob}', format='newline_delimited', union_by_name=true, ignore_errors=true)"
+    con.execute(f"COPY (SELECT * FROM {src}) TO '{out / 'events.parquet'}' (FORMAT parquet)")
+    return con.execute(f"SELECT count(*) FROM '{out / 'events.parquet'}'").fetchone()[0]
+
+
+def bench_silver(cfg: Config, events: int, log) -> dict:
+    from pipelines.generate import generate_activity_log
+    from pipelines.refresh import run_refresh
+    from pipelines.silver.promote import promote_silver
+    from pipelines.spark_session import build_spark
+
+    landing, data = _dataset(cfg, events, log)
+    bcfg = _bench_cfg(cfg, landing.parent)
+    spark = build_spark(cfg)
+    _fresh_lake(spark, bcfg)
+
+    def bare_scan() -> int:
+        return spark.read.option("recursiveFileLookup", "true").text(str(landing)).count()
+
+    bare_scan()  # warm-up: OS file cache, JIT
+    lines, bare_s = _timed(bare_scan)
+    log(f"bench: bare text scan: {lines} lines in {bare_s:.1f}s")
+    landed, bronze_s = _timed(lambda: bronze.land_bronze(spark, bcfg, new_run_id(), log=log))
+    log(f"bench: bronze: {sum(r.rows_landed for r in landed)} rows in {bronze_s:.1f}s")
+    promoted, silver_s = _timed(lambda: promote_silver(spark, bcfg, new_run_id(), log=log))
+    inserted = sum(r.inserted for r in promoted)
+    log(f"bench: bronze->silver: {inserted} events in {silver_s:.1f}s")
+    duck_rows, duck_s = _timed(lambda: duckdb_convert(landing, landing.parent / "duckdb"))
+    log(f"bench: duckdb read_json_auto -> parquet: {duck_rows} rows in {duck_s:.1f}s")
+
+    # Incremental: 1% more events in new files, then one bronze+silver refresh.
+    extra_events = max(1, events // 100)
+    extra_root = landing.parent / "increment"
+    shutil.rmtree(extra_root, ignore_errors=True)
+    generate_activity_log(extra_root, extra_events, seed=2, days=1, start=None)
+    moved = 0
+    for path in sorted(extra_root.rglob("*")):
+        if path.is_file():
+            target = landing / path.relative_to(extra_root)
+            target = target.with_name(f"part-increment-{moved:05d}-{target.name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), target)
+            moved += 1
+    shutil.rmtree(extra_root, ignore_errors=True)
+    report, incr_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver"], log=log))
+    incr_rows = sum(r.rows_landed for r in report.bronze)
+    log(f"bench: incremental refresh of {incr_rows} new lines in {incr_s:.1f}s")
+    full_s = bronze_s + silver_s
+    return {
+        "events": events, "lines": lines, "files": data["files"], "megabytes": data["bytes"] / 1e6,
+        "bare_s": bare_s, "bronze_s": bronze_s, "silver_s": silver_s, "inserted": inserted,
+        "duck_s": duck_s, "duck_rows": duck_rows, "incr_lines": incr_rows, "incr_s": incr_s,
+        "ratio_duck": full_s / duck_s, "ratio_incr": incr_s / full_s,
+    }
+
+
+def render_silver(fig: dict, cfg: Config) -> str:
+    full = fig["bronze_s"] + fig["silver_s"]
+    return "\n".join(
+        [
+            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}, Spark master "
+            f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}.",
+            "",
+            f"Data: {fig['events']:,} generated events, {fig['lines']:,} lines in {fig['files']:,} files "
+            f"({fig['megabytes']:.0f} MB).",
+            "",
+            "| step | seconds | lines/s |",
+            "|---|---:|---:|",
+            f"| bare `spark.read.text(...).count()` | {fig['bare_s']:.1f} | {fig['lines'] / fig['bare_s']:,.0f} |",
+            f"| bronze landing | {fig['bronze_s']:.1f} | {fig['lines'] / fig['bronze_s']:,.0f} |",
+            f"| bronze -> silver ({fig['inserted']:,} typed events) | {fig['silver_s']:.1f} "
+            f"| {fig['lines'] / fig['silver_s']:,.0f} |",
+            f"| **bronze + silver** | **{full:.1f}** | {fig['lines'] / full:,.0f} |",
+            f"| DuckDB `read_json_auto` -> Parquet ({fig['duck_rows']:,} rows, untyped union) | {fig['duck_s']:.1f} "
+            f"| {fig['lines'] / fig['duck_s']:,.0f} |",
+            f"| incremental refresh, +{fig['incr_lines']:,} lines (1%) | {fig['incr_s']:.1f} | |",
+            "",
+            f"Ratio bronze+silver / DuckDB: **{fig['ratio_duck']:.2f}x** (target at most 1.0). "
+            f"Incremental 1% / full refresh: **{fig['ratio_incr']:.1%}** (target at most 10%).",
+        ]
+    )
+
+
 def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, log=print) -> dict:
-    if layer != "bronze":
-        raise ValueError(f"no benchmark for layer {layer!r} yet")
-    figures = bench_bronze(cfg, events, log)
-    write_section(out_doc, "bronze", render_bronze(figures, cfg))
-    log(f"bench: ratio {figures['ratio']:.2f}x; figures written to {out_doc}")
+    if layer == "bronze":
+        figures = bench_bronze(cfg, events, log)
+        write_section(out_doc, "bronze", render_bronze(figures, cfg))
+    elif layer == "silver":
+        figures = bench_silver(cfg, events, log)
+        write_section(out_doc, "silver", render_silver(figures, cfg))
+        log(f"bench: bronze+silver / duckdb {figures['ratio_duck']:.2f}x, incremental {figures['ratio_incr']:.1%}")
+    else:
+        raise ValueError(f"no benchmark for layer {layer!r}")
+    log(f"bench: figures written to {out_doc}")
     return figures

@@ -100,9 +100,9 @@ def _print_summary(spark, cfg: Config, started: float) -> None:
     from pipelines.refresh import table_counts
 
     _log("")
-    _log(f"{'table':<34} {'rows':>10}  note")
+    _log(f"{'table':<40} {'rows':>10}  note")
     for table, rows, note in table_counts(spark, cfg):
-        _log(f"{table:<34} {rows:>10}  {note}")
+        _log(f"{table:<40} {rows:>10}  {note}")
     results = reconcile(spark, cfg)
     if results:
         _log("")
@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="measure a layer against a bare scan (figures to docs/performance.md)")
-    p.add_argument("--layer", choices=["bronze"], default="bronze")
+    p.add_argument("--layer", choices=["bronze", "silver"], default="bronze")
     p.add_argument("--events", type=_positive, default=1_000_000)
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
