@@ -9,15 +9,15 @@ STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast setup system-deps registry lint bench clean distclean
+.PHONY: demo test test-fast setup system-deps pg-deps registry lint bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake demo
 
-test: setup
+test: setup pg-deps
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-fast: setup
+test-fast: setup pg-deps
 	@$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 setup: system-deps $(STAMP)
@@ -28,6 +28,13 @@ system-deps:
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
 	  echo "installing Java 17 and Maven (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null; }
+
+# PostgreSQL server binaries: the Write-Back tests start a throwaway server (initdb + pg_ctl on
+# loopback). Debian keeps them off PATH, in /usr/lib/postgresql/<major>/bin. Tests only, not demo.
+pg-deps:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  echo "installing the PostgreSQL server (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }

@@ -77,7 +77,7 @@ def bench_bronze(cfg: Config, events: int, log) -> dict:
     bare_scan()
     lines, bare_s = _timed(bare_scan)
     log(f"bench: bare text scan: {lines} lines in {bare_s:.1f}s")
-    results, bronze_s = _timed(lambda: bronze.land_bronze(spark, bcfg, new_run_id(), log=log))
+    results, bronze_s = _timed(lambda: bronze.land_bronze(spark, bcfg, new_run_id(), source_dir=landing, log=log))
     rows = sum(r.rows_landed for r in results)
     log(f"bench: bronze landing: {rows} rows in {bronze_s:.1f}s")
     if rows != lines:
@@ -163,7 +163,7 @@ def bench_silver(cfg: Config, events: int, log) -> dict:
     bare_scan()  # warm-up: OS file cache, JIT
     lines, bare_s = _timed(bare_scan)
     log(f"bench: bare text scan: {lines} lines in {bare_s:.1f}s")
-    landed, bronze_s = _timed(lambda: bronze.land_bronze(spark, bcfg, new_run_id(), log=log))
+    landed, bronze_s = _timed(lambda: bronze.land_bronze(spark, bcfg, new_run_id(), source_dir=landing, log=log))
     log(f"bench: bronze: {sum(r.rows_landed for r in landed)} rows in {bronze_s:.1f}s")
     promoted, silver_s = _timed(lambda: promote_silver(spark, bcfg, new_run_id(), log=log))
     inserted = sum(r.inserted for r in promoted)
@@ -185,7 +185,7 @@ def bench_silver(cfg: Config, events: int, log) -> dict:
             shutil.move(str(path), target)
             moved += 1
     shutil.rmtree(extra_root, ignore_errors=True)
-    report, incr_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver"], log=log))
+    report, incr_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=log))
     incr_rows = sum(r.rows_landed for r in report.bronze)
     log(f"bench: incremental refresh of {incr_rows} new lines in {incr_s:.1f}s")
     full_s = bronze_s + silver_s

@@ -3,6 +3,7 @@
     auditlake setup                         fetch Delta's JARs into the project cache (once)
     auditlake registry --format json        print the event registry
     auditlake generate --out DIR --events N [--seed S] [--start ISO --days D] [--dirty]
+    auditlake generate-writeback --out FILE [--rows N] [--seed S] [--dirty]
     auditlake refresh --layers bronze [--source DIR]
     auditlake demo                          generate sample data, refresh every layer, summarise
     auditlake bench --layer bronze --events N
@@ -95,6 +96,15 @@ def cmd_generate(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate_writeback(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.writeback.generate import generate_historical_audit, write_export
+
+    rows = generate_historical_audit(args.rows, seed=args.seed, dirty=args.dirty)
+    path = write_export(Path(args.out), rows)
+    _log(f"generate-writeback: {len(rows)} historical_audit rows ({args.rows} actions, both databases) -> {path}")
+    return 0
+
+
 def _print_summary(spark, cfg: Config, started: float) -> None:
     from pipelines.reconcile import format_reconciliation, reconcile
     from pipelines.refresh import table_counts
@@ -136,6 +146,28 @@ def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
         return 0
     _log(format_reconciliation(results, run_figures(spark, cfg)))
     return 0 if all(r.balanced for r in results) else 1
+
+
+def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
+    """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
+    from pipelines.quality.gate import QualityGate
+    from pipelines.spark_session import build_spark
+    from pipelines.tables import tables
+
+    spark = build_spark(cfg)
+    index = QualityGate(spark, cfg, log=_log).build_data_docs()
+    table = tables(cfg).dq_results
+    if spark.catalog.tableExists(table):
+        last = spark.sql(f"SELECT run_id FROM {table} ORDER BY validated_at DESC LIMIT 1").first()
+        rows = spark.sql(
+            f"SELECT checkpoint, severity, count(*) AS checked, count_if(NOT success) AS failed FROM {table} "
+            f"WHERE run_id = '{last['run_id']}' GROUP BY checkpoint, severity ORDER BY checkpoint, severity"
+        ).collect()
+        _log(f"latest run {last['run_id']}:")
+        for r in rows:
+            _log(f"  {r['checkpoint']:<45} {r['severity']:<9} {r['checked']:>4} checked {r['failed']:>4} failed")
+    _log(f"Data Docs: {index}")
+    return 0
 
 
 def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
@@ -194,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_generate)
 
+    p = sub.add_parser("generate-writeback", help="write a sample Write-Back historical_audit export")
+    p.add_argument("--out", required=True, help="export file: .ndjson or .csv")
+    p.add_argument("--rows", type=_positive, default=300, help="user actions (data changes land in both databases)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--dirty", action="store_true", help="add rows with impossible values (quarantined in silver)")
+    p.set_defaults(func=cmd_generate_writeback)
+
     p = sub.add_parser("refresh", help="run the layered refresh")
     p.add_argument("--layers", default="bronze,silver", help="comma-separated layers (default: bronze,silver)")
     p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
@@ -201,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
+    p.add_argument("action", choices=["report"])
+    p.set_defaults(func=cmd_dq_report)
 
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo)

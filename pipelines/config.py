@@ -39,10 +39,26 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "bronze.max_files_per_trigger": (int,),
     "silver.schema": (str,),
     "ops.schema": (str,),
+    "quality.enabled": (bool,),
+    "quality.context_dir": (str,),
+    "quality.default_severity": (str,),
+    "quality.thresholds": (dict,),
+    "quality.severity": (dict,),
     "generate.events": (int,),
     "generate.seed": (int,),
     "generate.start": (str,),
     "generate.days": (int,),
+    "writeback.source": (str,),
+    "writeback.file.path": (str,),
+    "writeback.file.default_database": (str,),
+    "writeback.jdbc.host": (str,),
+    "writeback.jdbc.port": (int,),
+    "writeback.jdbc.user": (str,),
+    "writeback.jdbc.password_env": (str,),
+    "writeback.jdbc.table": (str,),
+    "writeback.jdbc.connect_timeout_seconds": (int,),
+    "writeback.databases": (dict,),
+    "writeback.overlap_minutes": (int,),
 }
 
 
@@ -144,7 +160,8 @@ def _validate(values: dict, files: tuple[str, ...]) -> None:
     cfg = Config("?", values, files)
     for key, kinds in REQUIRED_KEYS.items():
         value = cfg.get(key)
-        if isinstance(value, bool) or not isinstance(value, kinds):
+        # bool is an int in Python: only accept it where bool is what the key wants
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
             expected = " or ".join(k.__name__ for k in kinds)
             raise ConfigError(f"config key '{key}' must be {expected}, got {value!r} (files: {', '.join(files)})")
 

@@ -12,8 +12,12 @@ from pyspark.sql import SparkSession
 
 from pipelines import bronze
 from pipelines.config import Config
+from pipelines.quality.gate import QualityGate
 from pipelines.silver import promote
 from pipelines.tables import tables
+from pipelines.writeback import bronze as writeback_bronze
+from pipelines.writeback import silver as writeback_silver
+from pipelines.writeback.source import WritebackSourceError
 
 LAYERS = ("bronze", "silver")
 
@@ -28,7 +32,10 @@ class RefreshReport:
     layers: list[str]
     bronze: list[bronze.LandingResult] = field(default_factory=list)
     silver: list[promote.PromotionResult] = field(default_factory=list)
+    data_docs: Path | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
+    writeback: dict[str, object] = field(default_factory=dict)
 
 
 def parse_layers(text: str) -> list[str]:
@@ -49,10 +56,27 @@ def run_refresh(
         started = time.monotonic()
         report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
         report.seconds["bronze"] = time.monotonic() - started
+        started = time.monotonic()
+        report.writeback["bronze"] = writeback_bronze.land_writeback(spark, cfg, report.run_id, log=log)
+        report.seconds["writeback_bronze"] = time.monotonic() - started
     if "silver" in layers:
         started = time.monotonic()
-        report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log)
+        gate = QualityGate(spark, cfg, log=log) if cfg.get("quality.enabled") else None
+        try:
+            report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
+        finally:
+            if gate is not None:  # the report is built also (above all) when a gate stopped the run
+                report.data_docs = gate.build_data_docs()
+                failed = sum(not o.success for o in gate.outcomes)
+                log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; "
+                    f"Data Docs: {report.data_docs}")
         report.seconds["silver"] = time.monotonic() - started
+        started = time.monotonic()
+        report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
+        report.seconds["writeback_silver"] = time.monotonic() - started
+    writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
+    if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
+        raise WritebackSourceError("; ".join(writeback_errors))
     return report
 
 
@@ -80,4 +104,21 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
             out.append((f"{t.quarantine} [{row['reason']}]", row["n"], ""))
     if spark.catalog.tableExists(t.duplicates):
         out.append((t.duplicates, spark.table(t.duplicates).count(), "copies removed, kept for audit"))
+    if spark.catalog.tableExists(t.writeback_raw):
+        row = spark.sql(
+            f"SELECT count(*) AS n, count_if(database = 'metadata') AS m, count_if(database = 'persistence') AS p "
+            f"FROM {t.writeback_raw}"
+        ).first()
+        out.append((t.writeback_raw, row["n"], f"{row['m']} from metadata, {row['p']} from persistence"))
+    if spark.catalog.tableExists(t.writeback_audit):
+        row = spark.sql(
+            f"SELECT count(*) AS n, count_if(seen_in_metadata AND seen_in_persistence) AS both "
+            f"FROM {t.writeback_audit}"
+        ).first()
+        out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
+    if spark.catalog.tableExists(t.writeback_quarantine):
+        for row in spark.sql(
+            f"SELECT reason, count(*) AS n FROM {t.writeback_quarantine} GROUP BY reason ORDER BY reason"
+        ).collect():
+            out.append((f"{t.writeback_quarantine} [{row['reason']}]", row["n"], ""))
     return out

@@ -31,8 +31,28 @@ class Tables:
         return f"{self.silver_schema}.duplicate_records"
 
     @property
+    def dq_results(self) -> str:
+        return f"{self.ops_schema}.dq_results"
+
+    @property
     def silver_batches(self) -> str:
         return f"{self.ops_schema}.silver_batches"
+
+    @property
+    def writeback_raw(self) -> str:
+        return f"{self.bronze_schema}.writeback_audit_raw"
+
+    @property
+    def writeback_audit(self) -> str:
+        return f"{self.silver_schema}.writeback_audit"
+
+    @property
+    def writeback_quarantine(self) -> str:
+        return f"{self.silver_schema}.writeback_quarantine"
+
+    @property
+    def writeback_watermarks(self) -> str:
+        return f"{self.ops_schema}.writeback_watermarks"
 
 
 def tables(cfg: Config) -> Tables:

@@ -60,7 +60,9 @@ def test_every_bronze_row_is_accounted_for(spark, lake):
 def test_each_dirty_kind_ends_where_it_should(spark, lake):
     cfg, _, summary, _ = lake
     t = tables(cfg)
-    reasons = {r["reason"]: r["n"] for r in spark.table(t.quarantine).groupBy("reason").agg(F.count("*").alias("n")).collect()}
+    reasons = {
+        r["reason"]: r["n"] for r in spark.table(t.quarantine).groupBy("reason").agg(F.count("*").alias("n")).collect()
+    }
     dirty = summary["dirty"]
     assert reasons["blank_line"] >= dirty["blank_line"]
     assert reasons["malformed_json"] >= dirty["malformed_line"]
@@ -95,16 +97,19 @@ def test_numbers_sent_as_strings_are_typed(spark, lake):
     # every documented int attribute that is set holds an int: the schema is typed, and the
     # string-sent numbers did not end in _rescued_data (only bad_value records did)
     assert dict(site.dtypes)["actor_user_id"] == "int"
-    assert site.where("_rescued_data IS NOT NULL").count() <= summary["dirty"]["bad_value"] + summary["dirty"][
-        "unknown_attribute"
-    ]
+    assert (
+        site.where("_rescued_data IS NOT NULL").count()
+        <= summary["dirty"]["bad_value"] + summary["dirty"]["unknown_attribute"]
+    )
 
 
 def test_rerun_changes_nothing(spark, lake):
     cfg, _, _, _ = lake
     t = tables(cfg)
-    before = {name: spark.table(name).count() for name in (t.silver_events("site"), t.silver_events("tenant"),
-                                                           t.quarantine, t.duplicates)}
+    before = {
+        name: spark.table(name).count()
+        for name in (t.silver_events("site"), t.silver_events("tenant"), t.quarantine, t.duplicates)
+    }
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
     assert total(report.bronze, "rows_landed") == 0
     assert total(report.silver, "bronze_rows") == 0
@@ -125,8 +130,11 @@ def test_duplicates_across_runs_collapse(spark, lake):
     if "event" in first:  # envelope -> flat
         flat = {"eventType": first["metadata"]["eventType"], **first["event"]}
     else:  # flat -> envelope
-        flat = {"traceUuid": "redelivered", "event": {k: v for k, v in first.items() if k != "eventType"},
-                "metadata": {"eventType": first["eventType"], "eventVersion": "1.0"}}
+        flat = {
+            "traceUuid": "redelivered",
+            "event": {k: v for k, v in first.items() if k != "eventType"},
+            "metadata": {"eventType": first["eventType"], "eventVersion": "1.0"},
+        }
     redelivery = source.parent / "part-redelivered-1.json"
     redelivery.write_text("\n".join(json.dumps(r) for r in [*records, flat]) + "\n", encoding="utf-8")
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
@@ -156,8 +164,10 @@ def test_event_views_exist_with_documented_types(spark, lake):
     assert bj["duration"] == "bigint" and bj["event_time"] == "timestamp" and bj["site_role"] == "string"
     assert bj["is_system_admin"] == "boolean"
     # a column documented as int for one event and string for another is typed per event view
-    state_types = {e: dict(spark.table(t.event_view(e)).dtypes)["state"] for e, _ in
-                   next(c for c in family_plan("site").attributes if c.attribute == "state").types_by_event[:4]}
+    state_types = {
+        e: dict(spark.table(t.event_view(e)).dtypes)["state"]
+        for e, _ in next(c for c in family_plan("site").attributes if c.attribute == "state").types_by_event[:4]
+    }
     plan_state = dict(next(c for c in family_plan("site").attributes if c.attribute == "state").types_by_event)
     assert all(state_types[e] == plan_state[e] for e in state_types)
     rows = spark.table(t.event_view("hist_login")).count()

@@ -12,7 +12,7 @@ from pipelines.bronze import to_bronze_rows
 from pipelines.generate import full_record
 from pipelines.registry import event_spec, event_specs
 from pipelines.silver.plan import column_name, family_plan, snake_case
-from pipelines.silver.transform import deduplicate_events, to_silver
+from pipelines.silver.transform import decide, to_silver
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,12 @@ def test_bad_values_and_unknown_attributes_are_rescued(spark):
     assert quarantine == []
     assert row["actor_user_id"] is None and row["system_admin_level"] is None
     rescued = json.loads(row["_rescued_data"])
-    assert rescued == {"actorUserId": "forty-two", "systemAdminLevel": "1.5", "quantumFlux": '{"a":1}', "newField2027": "x"}
+    assert rescued == {
+        "actorUserId": "forty-two",
+        "systemAdminLevel": "1.5",
+        "quantumFlux": '{"a":1}',
+        "newField2027": "x",
+    }
 
 
 def test_attribute_documented_for_another_event_type_is_rescued(spark):
@@ -151,19 +156,41 @@ def test_alias_and_legacy_edition(spark):
     (row,), _ = silver_of(spark, [tenant], family="tenant", folder_type="batch_revoke_session")
     assert row["event_type"] == "batch_revoke_session" and row["session_user_id"] == "u1"
     legacy = {
-        "eventType": "add_delete_user_to_group", "eventTime": "2026-06-01T10:00:00Z", "actorUserId": 5,
-        "siteLuid": SITE, "isError": False, "serviceName": "vizportal", "traceUuid": "tr", "groupId": 3,
+        "eventType": "add_delete_user_to_group",
+        "eventTime": "2026-06-01T10:00:00Z",
+        "actorUserId": 5,
+        "siteLuid": SITE,
+        "isError": False,
+        "serviceName": "vizportal",
+        "traceUuid": "tr",
+        "groupId": 3,
     }
     (row,), _ = silver_of(spark, [legacy])
     assert row["edition"] == "legacy" and row["service_name"] == "vizportal" and row["trace_uuid"] == "tr"
     assert row["_rescued_data"] is None
 
 
-def test_duplicates_keep_the_earliest_copy(spark):
-    lines = [json.dumps(r) for r in (login(), envelope(login()), login(actorUserId=7))]
-    first, others = deduplicate_events(to_silver(bronze_frame(spark, lines), "site").events)
-    assert first.count() == 2 and others.count() == 1
-    assert others.first()["source_file"].endswith("part-1.json")  # same ingest time: file order decides
+def test_duplicates_keep_the_earliest_copy_and_replays_are_recognised(spark):
+    lines = [json.dumps(r) for r in (login(), envelope(login()), login(actorUserId=7), login(actorUserId=8))]
+    # materialised: bronze_id is a uuid() drawn at landing, stored by bronze; here it must be drawn once
+    events = to_silver(bronze_frame(spark, lines), "site").events.localCheckpoint()
+    rows = {r["source_file"].rsplit("/", 1)[1]: r for r in events.collect()}
+    existing = spark.createDataFrame(
+        [
+            (rows["part-2.json"]["event_id"], "another-bronze-row"),
+            (rows["part-3.json"]["event_id"], rows["part-3.json"]["bronze_id"]),
+        ],
+        "event_id string, bronze_id string",
+    )
+    got = {r["bronze_id"]: r["decision"] for r in decide(events, existing).collect()}
+    by_file = {name: got[row["bronze_id"]] for name, row in rows.items()}
+    # same ingest time: the file order decides which copy is kept
+    assert by_file == {
+        "part-0.json": "new",
+        "part-1.json": "same_batch",
+        "part-2.json": "already_in_silver",
+        "part-3.json": "replayed",
+    }
 
 
 def _expected(value, spark_type: str):

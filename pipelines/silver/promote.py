@@ -14,12 +14,26 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import bronze
 from pipelines.config import Config
-from pipelines.silver.transform import classify, deduplicate_events, split_classified, to_silver
+from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
+from pipelines.quality.gate import QualityGate, QualityGateError
+from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
+from pipelines.silver.transform import (
+    ALREADY_IN_SILVER,
+    NEW,
+    REPLAYED,
+    SAME_BATCH,
+    decide,
+    events_of,
+    quarantine_of,
+    stage,
+    to_silver,
+)
 from pipelines.silver.views import ensure_event_views
 from pipelines.tables import Tables, tables
 
@@ -86,7 +100,14 @@ _BATCH_SCHEMA = (
 )
 
 
-def _duplicates_frame(events: DataFrame, why: str) -> DataFrame:
+def existing_keys(spark: SparkSession, t: Tables, family: str, events: DataFrame) -> DataFrame:
+    """(event_id, bronze_id) already in silver, read only from the event dates the batch touches."""
+    dates = [r["event_date"] for r in events.select("event_date").distinct().collect()]
+    return spark.table(t.silver_events(family)).where(F.col("event_date").isin(dates)).select("event_id", "bronze_id")
+
+
+def _duplicates_frame(events: DataFrame, why) -> DataFrame:
+    why = F.lit(why) if isinstance(why, str) else why
     return events.select(
         "event_id",
         "event_type",
@@ -96,7 +117,7 @@ def _duplicates_frame(events: DataFrame, why: str) -> DataFrame:
         "source_file",
         "bronze_run_id",
         "silver_run_id",
-        F.lit(why).alias("duplicate_of"),
+        why.alias("duplicate_of"),
     )
 
 
@@ -111,40 +132,59 @@ def _append(df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
 
 
 def promote_batch(
-    spark: SparkSession, t: Tables, batch: DataFrame, batch_id: int, family: str, run_id: str, app_id: str
+    spark: SparkSession,
+    t: Tables,
+    batch: DataFrame,
+    batch_id: int,
+    family: str,
+    run_id: str,
+    app_id: str,
+    gate: QualityGate | None = None,
 ) -> PromotionResult:
-    """Type, deduplicate and write one micro-batch of bronze rows."""
-    result = PromotionResult(family, batches=1)
-    # Materialise once (localCheckpoint is eager): the parse is the costly step, and the counts
-    # must describe exactly the rows written, before the writes change what "existing" means.
-    classified = classify(batch, family).localCheckpoint()
-    frames = split_classified(classified, family)
-    typed = _with_run(frames.events, run_id).localCheckpoint()
-    first, same_batch = deduplicate_events(typed)
-    dates = [r["event_date"] for r in first.select("event_date").distinct().collect()]
-    existing = (
-        spark.table(t.silver_events(family))
-        .where(F.col("event_date").isin(dates))
-        .select("event_id", F.col("bronze_id").alias("_existing_bronze_id"))
-    )
-    matched = first.join(existing, "event_id", "left").localCheckpoint()
-    new_events = matched.where(F.col("_existing_bronze_id").isNull()).drop("_existing_bronze_id")
-    already = matched.where(F.col("_existing_bronze_id") != F.col("bronze_id")).drop("_existing_bronze_id")
-    duplicates = (
-        _duplicates_frame(same_batch, "same_batch")
-        .unionByName(_duplicates_frame(already, "already_in_silver"))
-        .localCheckpoint()
-    )
-    quarantine = _with_run(frames.quarantine, run_id).localCheckpoint()
+    """Type, deduplicate, check and write one micro-batch of bronze rows.
 
-    result.bronze_rows = classified.count()
+    With a ``gate``, the batch is validated before anything is written: a failed critical
+    expectation raises and the batch is not promoted (silver stays as it was)."""
+    result = PromotionResult(family, batches=1)
+    # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
+    staged = _with_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+    result.bronze_rows = staged.count()
+    events = events_of(staged)
+    quarantine = (
+        quarantine_of(staged, family)
+        .withColumn("silver_run_id", F.lit(run_id))
+        .withColumn("silver_ingest_ts", F.current_timestamp())
+    )
+    # Decide each event's fate on narrow columns only; materialised before any write, because
+    # the writes change what "already in silver" means.
+    decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
+    counts = {r["decision"]: r["n"] for r in decisions.groupBy("decision").agg(F.count("*").alias("n")).collect()}
+    not_new = F.broadcast(decisions.where(F.col("decision") != NEW))
+    new_events = events.join(not_new.select("bronze_id"), "bronze_id", "left_anti")
+    duplicates = _duplicates_frame(
+        events.join(
+            not_new.where(F.col("decision").isin(SAME_BATCH, ALREADY_IN_SILVER)).select("bronze_id", "decision"),
+            "bronze_id",
+        ),
+        F.col("decision"),
+    )
     # A row already in silver under its own bronze_id was written by an earlier attempt of this
     # very batch (a crash before the checkpoint committed): it counts as inserted, not as a duplicate.
-    replayed = matched.where(F.col("_existing_bronze_id") == F.col("bronze_id")).count()
-    result.inserted = new_events.count() + replayed
-    result.duplicates = duplicates.count()
+    result.inserted = counts.get(NEW, 0) + counts.get(REPLAYED, 0)
+    result.duplicates = counts.get(SAME_BATCH, 0) + counts.get(ALREADY_IN_SILVER, 0)
     result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
     result.quarantined = sum(result.reasons.values())
+
+    if gate is not None:
+        cfg = gate.cfg
+        gate.validate(
+            "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.bronze_raw(family)), run_id
+        )
+        gate.validate(
+            "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id
+        )
+        figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
+        gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
 
     _append(new_events, t.silver_events(family), app_id, batch_id)
     _append(duplicates, t.duplicates, app_id, batch_id)
@@ -155,19 +195,27 @@ def promote_batch(
         "duplicates long, quarantined long",
     ).withColumn("processed_at", F.current_timestamp())
     _append(stats, t.silver_batches, app_id, batch_id)
+    staged.unpersist()
     return result
 
 
-def promote_family(spark: SparkSession, cfg: Config, family: str, run_id: str, log=print) -> PromotionResult:
+def promote_family(
+    spark: SparkSession, cfg: Config, family: str, run_id: str, log=print, gate: QualityGate | None = None
+) -> PromotionResult:
     source = bronze.bronze_table(cfg, family)
     if not spark.catalog.tableExists(source):
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
     ensure_silver_tables(spark, cfg, family)
     app_id = _app_id(cfg, family)
     total = PromotionResult(family)
+    stopped: list[QualityGateError] = []
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
-        r = promote_batch(spark, tables(cfg), batch, batch_id, family, run_id, app_id)
+        try:
+            r = promote_batch(spark, tables(cfg), batch, batch_id, family, run_id, app_id, gate)
+        except QualityGateError as exc:
+            stopped.append(exc)
+            raise
         log(
             f"silver: {family} batch {batch_id}: {r.bronze_rows} bronze rows -> {r.inserted} new events, "
             f"{r.duplicates} duplicates, {r.quarantined} quarantined"
@@ -190,14 +238,21 @@ def promote_family(spark: SparkSession, cfg: Config, family: str, run_id: str, l
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
+    try:
+        query.awaitTermination()
+    except Exception:
+        if stopped:  # the gate's own message, not the streaming wrapper around it
+            raise stopped[0] from None
+        raise
     return total
 
 
-def promote_silver(spark: SparkSession, cfg: Config, run_id: str, log=print) -> list[PromotionResult]:
+def promote_silver(
+    spark: SparkSession, cfg: Config, run_id: str, log=print, gate: QualityGate | None = None
+) -> list[PromotionResult]:
     results = []
     for family in bronze.FAMILIES:
-        result = promote_family(spark, cfg, family, run_id, log=log)
+        result = promote_family(spark, cfg, family, run_id, log=log, gate=gate)
         if result.skipped_reason:
             log(f"silver: {family} skipped ({result.skipped_reason})")
         else:

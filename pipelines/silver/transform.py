@@ -79,7 +79,42 @@ def _sql_in(column: str, values) -> str:
 
 def to_silver(bronze_rows: DataFrame, family: str) -> SilverFrames:
     """Split and type one family's bronze rows. ``bronze_rows`` has the bronze table's columns."""
-    return split_classified(classify(bronze_rows, family), family)
+    staged = stage(bronze_rows, family)
+    return SilverFrames(events=events_of(staged), quarantine=quarantine_of(staged, family))
+
+
+_STAGE_EXTRAS = ("_reason", "_detail", "_bronze_event_type", "_quarantined_line")
+
+
+def stage(bronze_rows: DataFrame, family: str) -> DataFrame:
+    """One pass over a batch: every row typed, with its quarantine reason (NULL for an event).
+
+    One frame serves both outputs so a batch is parsed and typed once; the raw line is kept
+    only for rows that go to quarantine."""
+    rows = classify(bronze_rows, family).selectExpr(
+        "*",
+        "event_type AS _bronze_event_type",
+        "CASE WHEN _reason IS NOT NULL THEN raw_line END AS _quarantined_line",
+    )
+    return _type_events(rows, family_plan(family), keep=_STAGE_EXTRAS)
+
+
+def events_of(staged: DataFrame) -> DataFrame:
+    return staged.where(F.col("_reason").isNull()).drop(*_STAGE_EXTRAS)
+
+
+def quarantine_of(staged: DataFrame, family: str) -> DataFrame:
+    return staged.where(F.col("_reason").isNotNull()).select(
+        "bronze_id",
+        F.lit(family).alias("family"),
+        F.col("_reason").alias("reason"),
+        F.col("_detail").alias("detail"),
+        F.col("_bronze_event_type").alias("event_type"),
+        F.col("_quarantined_line").alias("raw_line"),
+        "source_file",
+        "bronze_run_id",
+        "bronze_ingest_ts",
+    )
 
 
 def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
@@ -131,24 +166,7 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     return rows.withColumn("_reason", reason).withColumn("_detail", detail)
 
 
-def split_classified(rows: DataFrame, family: str) -> SilverFrames:
-    """Classified rows -> (typed events, quarantine rows)."""
-    quarantine = rows.where(F.col("_reason").isNotNull()).select(
-        "bronze_id",
-        F.lit(family).alias("family"),
-        F.col("_reason").alias("reason"),
-        F.col("_detail").alias("detail"),
-        "event_type",
-        "raw_line",
-        "source_file",
-        "bronze_run_id",
-        "bronze_ingest_ts",
-    )
-    events = _type_events(rows.where(F.col("_reason").isNull()), family_plan(family))
-    return SilverFrames(events=events, quarantine=quarantine)
-
-
-def _type_events(rows: DataFrame, plan: FamilyPlan) -> DataFrame:
+def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) -> DataFrame:
     """Typed columns, rescue and identity, as SQL text (see ``_sql_map`` for why text)."""
     etype = "`_canonical_type`"
     checks: list[str] = []  # per attribute: does it apply to this event type, and does its value fit
@@ -180,17 +198,16 @@ def _type_events(rows: DataFrame, plan: FamilyPlan) -> DataFrame:
         bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
         bad_values.append(f"CASE WHEN {bad} THEN `_raw{i}` END")
 
-    known = _sql_map({e: "array(" + ", ".join(_sql_str(k) for k in keys + ("eventType",)) + ")"
-                      for e, keys in plan.keys_by_event})
+    known = _sql_map(
+        {e: "array(" + ", ".join(_sql_str(k) for k in keys + ("eventType",)) + ")" for e, keys in plan.keys_by_event}
+    )
     unknown_keys = f"array_except(json_object_keys(`_attrs_json`), try_element_at({known}, {etype}))"
     looks_legacy = "FALSE"
     if plan.family == "site":
         looks_legacy = " AND ".join(f"`_attrs`.`{n}` IS NULL" for n in CURRENT_ONLY_COMMON)
     edition = f"CASE WHEN {_sql_in(etype, plan.legacy_event_types)} AND {looks_legacy} THEN 'legacy' ELSE 'current' END"
 
-    staged = rows.selectExpr(
-        "*", *checks, f"{unknown_keys} AS `_unknown_keys`", f"{edition} AS `_edition`"
-    ).selectExpr(
+    staged = rows.selectExpr("*", *checks, f"{unknown_keys} AS `_unknown_keys`", f"{edition} AS `_edition`").selectExpr(
         "*",
         "map_concat("
         "  CASE WHEN size(`_unknown_keys`) > 0 THEN map_filter(from_json(`_attrs_json`, 'map<string,string>'),"
@@ -212,6 +229,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan) -> DataFrame:
         " AS envelope_event_version",
         "CASE WHEN size(`_rescued_map`) > 0 THEN to_json(`_rescued_map`) END AS `_rescued_data`",
         *LINEAGE_COLUMNS,
+        *keep,
     )
     # Same event, same id: the typed content (not the record shape, file or envelope) decides.
     content = "to_json(struct(" + ", ".join(f"`{c.column}`" for c in plan.columns if c.attribute != "eventTime") + "))"
@@ -222,10 +240,24 @@ def _type_events(rows: DataFrame, plan: FamilyPlan) -> DataFrame:
     return typed_frame.selectExpr(event_id, "*")
 
 
-def deduplicate_events(events: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(first copy of each event_id, the other copies). The earliest landed copy wins."""
+NEW, SAME_BATCH, ALREADY_IN_SILVER, REPLAYED = "new", "same_batch", "already_in_silver", "replayed"
+
+
+def decide(events: DataFrame, existing: DataFrame) -> DataFrame:
+    """(bronze_id, decision) for every event of a batch, on narrow columns only.
+
+    ``existing``: (event_id, bronze_id) already in silver. The earliest landed copy of an
+    event_id in the batch is its candidate, the other copies are ``same_batch`` duplicates; a
+    candidate silver already holds under another bronze_id is ``already_in_silver``; under its
+    own bronze_id it is ``replayed`` (written by an earlier attempt of this batch)."""
+    keys = events.select("event_id", "bronze_id", "bronze_ingest_ts", "source_file")
     order = Window.partitionBy("event_id").orderBy("bronze_ingest_ts", "source_file", "bronze_id")
-    ranked = events.withColumn("_copy", F.row_number().over(order))
-    first = ranked.where(F.col("_copy") == 1).drop("_copy")
-    others = ranked.where(F.col("_copy") > 1).drop("_copy")
-    return first, others
+    ranked = keys.withColumn("_copy", F.row_number().over(order))
+    held = existing.select("event_id", F.col("bronze_id").alias("_existing"))
+    decision = (
+        F.when(F.col("_copy") > 1, SAME_BATCH)
+        .when(F.col("_existing").isNull(), NEW)
+        .when(F.col("_existing") == F.col("bronze_id"), REPLAYED)
+        .otherwise(ALREADY_IN_SILVER)
+    )
+    return ranked.join(held, "event_id", "left").select("bronze_id", "event_id", decision.alias("decision"))

@@ -1,0 +1,193 @@
+"""Run Great Expectations checkpoints on the frames a batch is about to promote, and gate it.
+
+A checkpoint is named for the boundary it guards and the frame it reads
+(``bronze_to_silver.bronze_rows``, ``bronze_to_silver.silver_events_site``, ...). Every
+expectation result becomes one row of ``ops.dq_results``; a failed ``critical``
+expectation raises ``QualityGateError`` naming the suite, the expectation and a sample
+of the offending values, which stops the promotion of that batch (nothing of it is
+written, and the earlier layer stays as it is). Warnings are logged and recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import great_expectations as gx
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import Config
+from pipelines.quality.suites import SuiteSpec, build_suite
+from pipelines.tables import tables
+
+_DATASOURCE = "auditlake_spark"
+_RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
+# Columns that identify a row for a human reading a failure.
+_ROW_CONTEXT = ("event_id", "event_type", "event_time", "bronze_id", "source_file", "raw_line")
+DQ_RESULTS_SCHEMA = (
+    "run_id string, checkpoint string, suite string, expectation_key string, expectation_type string, "
+    "column string, severity string, success boolean, element_count long, unexpected_count long, "
+    "unexpected_percent double, observed_value string, sample string, validated_at timestamp"
+)
+
+
+class QualityGateError(RuntimeError):
+    """A critical expectation failed: the batch is not promoted."""
+
+
+@dataclass
+class ExpectationOutcome:
+    checkpoint: str
+    suite: str
+    key: str
+    expectation_type: str
+    column: str | None
+    severity: str
+    success: bool
+    element_count: int | None
+    unexpected_count: int | None
+    unexpected_percent: float | None
+    observed_value: str | None
+    sample: list
+    sample_rows: list[dict] = field(default_factory=list)
+
+    def describe(self) -> str:
+        what = f"{self.expectation_type}({self.column})" if self.column else self.expectation_type
+        figures = (
+            f"{self.unexpected_count} of {self.element_count} rows unexpected"
+            if self.unexpected_count is not None
+            else f"observed {self.observed_value}"
+        )
+        rows = f"; sample of offending rows: {json.dumps(self.sample_rows, default=str)}" if self.sample_rows else ""
+        return (
+            f"suite {self.suite}, expectation {self.key} [{what}]: {figures}; "
+            f"sample of offending values: {json.dumps(self.sample, default=str)}{rows}"
+        )
+
+
+def _offending_rows(frame: DataFrame, column: str, values: list, limit: int = 3) -> list[dict]:
+    """A few whole rows behind the offending values (identifying columns only, long text cut)."""
+    from pyspark.sql import functions as F
+
+    cols = [c for c in dict.fromkeys((column, *_ROW_CONTEXT)) if c in frame.columns]
+    cond = F.col(column).isin([v for v in values if v is not None])
+    if any(v is None for v in values):
+        cond = cond | F.col(column).isNull()
+    rows = frame.where(cond).select(*cols).limit(limit).collect()
+    return [{k: (str(v)[:120] if v is not None else None) for k, v in r.asDict().items()} for r in rows]
+
+
+def context_dir(cfg: Config) -> Path:
+    return cfg.path("quality.context_dir")
+
+
+def data_docs_index(cfg: Config) -> Path:
+    return context_dir(cfg) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+
+
+class QualityGate:
+    """One GX file context per process; validates frames and records every outcome."""
+
+    def __init__(self, spark: SparkSession, cfg: Config, log=print):
+        self.spark, self.cfg, self.log = spark, cfg, log
+        self.enabled = bool(cfg.get("quality.enabled"))
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        self.context = gx.get_context(mode="file", project_root_dir=str(context_dir(cfg)))
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+        try:
+            self.datasource = self.context.data_sources.get(_DATASOURCE)
+        except (KeyError, ValueError, LookupError):
+            self.datasource = self.context.data_sources.add_spark(name=_DATASOURCE)
+        self.outcomes: list[ExpectationOutcome] = []
+
+    def _checkpoint(self, name: str, spec: SuiteSpec) -> gx.Checkpoint:
+        suite = self.context.suites.add_or_update(build_suite(spec))
+        try:
+            asset = self.datasource.get_asset(name)
+        except LookupError:
+            asset = self.datasource.add_dataframe_asset(name=name)
+        try:
+            batch_def = asset.get_batch_definition("whole")
+        except KeyError:
+            batch_def = asset.add_batch_definition_whole_dataframe("whole")
+        vd = self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=batch_def, suite=suite)
+        )
+        return self.context.checkpoints.add_or_update(
+            gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
+        )
+
+    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame, run_id: str) -> list[ExpectationOutcome]:
+        """Validate ``frame`` against ``spec``; record outcomes; raise if a critical one failed."""
+        if not self.enabled:
+            return []
+        name = f"{boundary}.{spec.name}"
+        result = self._checkpoint(name, spec).run(batch_parameters={"dataframe": frame})
+        outcomes = []
+        for suite_result in result.run_results.values():
+            for r in suite_result.results:
+                conf = r.expectation_config
+                res = r.result or {}
+                outcomes.append(
+                    ExpectationOutcome(
+                        checkpoint=name,
+                        suite=spec.name,
+                        key=conf.meta.get("key", conf.type),
+                        expectation_type=conf.type,
+                        column=conf.kwargs.get("column"),
+                        severity=conf.meta.get("severity", "critical"),
+                        success=bool(r.success),
+                        element_count=res.get("element_count"),
+                        unexpected_count=res.get("unexpected_count"),
+                        unexpected_percent=res.get("unexpected_percent"),
+                        observed_value=None if res.get("observed_value") is None else str(res.get("observed_value")),
+                        sample=list(res.get("partial_unexpected_list") or [])[:5],
+                    )
+                )
+        for o in outcomes:
+            if not o.success and o.column and o.sample:
+                o.sample_rows = _offending_rows(frame, o.column, o.sample)
+        self._record(outcomes, run_id)
+        self.outcomes += outcomes
+        for o in outcomes:
+            if not o.success and o.severity == "warning":
+                self.log(f"quality warning: {o.describe()}")
+        failed = [o for o in outcomes if not o.success and o.severity == "critical"]
+        if failed:
+            raise QualityGateError(
+                f"quality gate {name} stopped the promotion: " + " | ".join(o.describe() for o in failed)
+            )
+        return outcomes
+
+    def _record(self, outcomes: list[ExpectationOutcome], run_id: str) -> None:
+        table = tables(self.cfg).dq_results
+        self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.split('.')[0]}")
+        now = datetime.now(UTC).replace(tzinfo=None)
+        rows = [
+            (
+                run_id,
+                o.checkpoint,
+                o.suite,
+                o.key,
+                o.expectation_type,
+                o.column,
+                o.severity,
+                o.success,
+                o.element_count,
+                o.unexpected_count,
+                None if o.unexpected_percent is None else float(o.unexpected_percent),
+                o.observed_value,
+                json.dumps({"values": o.sample, "rows": o.sample_rows}, default=str),
+                now,
+            )
+            for o in outcomes
+        ]
+        self.spark.createDataFrame(rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
+
+    def build_data_docs(self) -> Path:
+        self.context.build_data_docs()
+        return data_docs_index(self.cfg)

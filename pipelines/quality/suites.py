@@ -1,0 +1,119 @@
+"""Expectation suites as code: reviewable, diffable, built from the registry where it makes sense.
+
+Each expectation carries ``meta.key`` (a short stable name) and ``meta.severity``
+(``critical`` stops promotion, ``warning`` is reported), the severity coming from
+``quality.severity`` in conf (default ``quality.default_severity``).
+
+Suites validate frames prepared by ``pipelines.quality.frames``:
+- ``bronze_rows``: the bronze rows a silver batch is about to promote;
+- ``silver_events``: the typed events that batch is about to write (one suite per family);
+- ``silver_batch``: one row of batch figures (quarantine ratio, reconciliation difference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import great_expectations as gx
+from great_expectations import expectations as gxe
+
+from pipelines.config import Config
+from pipelines.silver.plan import family_plan
+
+UUID_REGEX = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str
+    expectations: tuple
+
+
+def _meta(cfg: Config, key: str) -> dict:
+    severity = cfg.get("quality.severity").get(key, cfg.get("quality.default_severity"))
+    if severity not in ("critical", "warning"):
+        raise ValueError(f"quality.severity.{key} must be critical or warning, got {severity!r}")
+    return {"key": key, "severity": severity}
+
+
+def bronze_rows_suite(cfg: Config) -> SuiteSpec:
+    t = cfg.get("quality.thresholds")
+    m = lambda key: _meta(cfg, key)  # noqa: E731
+    return SuiteSpec(
+        "bronze_rows",
+        (
+            gxe.ExpectColumnValuesToBeInSet(
+                column="parse_status", value_set=["ok"], mostly=t["min_parse_rate"], meta=m("json_parse_rate")
+            ),
+            gxe.ExpectColumnValuesToBeInSet(
+                column="event_type_present",
+                value_set=[True],
+                mostly=t["min_event_type_rate"],
+                meta=m("event_type_present"),
+            ),
+            *[
+                gxe.ExpectColumnValuesToNotBeNull(column=c, meta=m("ingest_metadata_not_null"))
+                for c in ("bronze_id", "source_file", "ingest_ts", "run_id", "content_hash")
+            ],
+            gxe.ExpectColumnValuesToBeBetween(
+                column="source_file_runs", min_value=1, max_value=1, meta=m("source_file_landed_once")
+            ),
+        ),
+    )
+
+
+def silver_events_suite(cfg: Config, family: str) -> SuiteSpec:
+    t = cfg.get("quality.thresholds")
+    m = lambda key: _meta(cfg, key)  # noqa: E731
+    plan = family_plan(family)
+    expectations = [
+        gxe.ExpectColumnValuesToBeUnique(column="event_id", meta=m("event_id_unique")),
+        gxe.ExpectColumnValuesToNotBeNull(column="event_id", meta=m("event_id_not_null")),
+        gxe.ExpectColumnValuesToNotBeNull(column="event_time", meta=m("event_time_not_null")),
+        gxe.ExpectColumnValuesToBeBetween(
+            column="event_time_in_window", min_value=1, max_value=1, meta=m("event_time_in_window")
+        ),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="event_type", value_set=list(plan.event_types), meta=m("event_type_known")
+        ),
+    ]
+    # LUIDs are UUIDs wherever the reference says LUID.
+    for col in plan.common:
+        if col.attribute.endswith("Luid"):
+            expectations.append(
+                gxe.ExpectColumnValuesToMatchRegex(
+                    column=col.column, regex=UUID_REGEX, mostly=t["min_luid_shape_rate"], meta=m("luid_shape")
+                )
+            )
+    # Codes the reference spells out stay within their documented values.
+    for col in plan.common:
+        if col.codes:
+            expectations.append(
+                gxe.ExpectColumnValuesToBeInSet(
+                    column=col.column, value_set=[code for code, _ in col.codes], meta=m("documented_codes")
+                )
+            )
+    return SuiteSpec(f"silver_events_{family}", tuple(expectations))
+
+
+def silver_batch_suite(cfg: Config) -> SuiteSpec:
+    t = cfg.get("quality.thresholds")
+    m = lambda key: _meta(cfg, key)  # noqa: E731
+    return SuiteSpec(
+        "silver_batch",
+        (
+            gxe.ExpectColumnValuesToBeBetween(
+                column="quarantine_ratio", min_value=0, max_value=t["max_quarantine_ratio"], meta=m("quarantine_ratio")
+            ),
+            gxe.ExpectColumnValuesToBeInSet(
+                column="reconciliation_difference", value_set=[0], meta=m("reconciliation_exact")
+            ),
+        ),
+    )
+
+
+def build_suite(spec: SuiteSpec) -> gx.ExpectationSuite:
+    suite = gx.ExpectationSuite(name=spec.name)
+    for expectation in spec.expectations:
+        suite.add_expectation(expectation)
+    return suite

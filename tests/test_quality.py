@@ -1,0 +1,166 @@
+"""Great Expectations gates: clean data passes, data broken on purpose is stopped with the right message."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines.config import load_config
+from pipelines.generate import generate_activity_log
+from pipelines.quality.frames import silver_batch_frame, silver_events_frame
+from pipelines.quality.gate import QualityGate, QualityGateError
+from pipelines.quality.suites import silver_batch_suite, silver_events_suite
+from pipelines.refresh import run_refresh
+from pipelines.tables import tables
+
+pytestmark = pytest.mark.integration
+QUIET = {"log": lambda _m: None}
+
+
+def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
+    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
+    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
+    for layer in ("bronze", "silver", "ops"):
+        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
+    return environ
+
+
+@pytest.fixture(scope="module")
+def clean_lake(spark, lake_dir):
+    cfg = load_config("test", environ=variant_environ(lake_dir, "dq_clean"))
+    generate_activity_log(cfg.path("paths.landing_dir"), 800, seed=31, days=1)
+    report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
+    return cfg, report
+
+
+@pytest.fixture(scope="module")
+def gate(spark, clean_lake):
+    cfg, _ = clean_lake
+    return QualityGate(spark, cfg, **QUIET)
+
+
+def test_clean_data_passes_and_every_result_is_recorded(spark, clean_lake):
+    cfg, report = clean_lake
+    assert sum(r.inserted for r in report.silver) > 0
+    results = spark.table(tables(cfg).dq_results).where(F.col("run_id") == report.run_id)
+    assert results.where("NOT success AND severity = 'critical'").count() == 0
+    # one row per expectation per validation: 3 checkpoints per family batch
+    checkpoints = {r["checkpoint"] for r in results.select("checkpoint").distinct().collect()}
+    assert checkpoints == {
+        "bronze_to_silver.bronze_rows",
+        "bronze_to_silver.silver_events_site",
+        "bronze_to_silver.silver_events_tenant",
+        "bronze_to_silver.silver_batch",
+    }
+    per_validation = results.groupBy("checkpoint", "validated_at").count().collect()
+    suite_sizes = {
+        "bronze_to_silver.silver_batch": len(silver_batch_suite(cfg).expectations),
+        "bronze_to_silver.silver_events_site": len(silver_events_suite(cfg, "site").expectations),
+    }
+    for row in per_validation:
+        if row["checkpoint"] in suite_sizes:
+            assert row["count"] == suite_sizes[row["checkpoint"]]
+
+
+def test_data_docs_list_every_suite(clean_lake):
+    cfg, report = clean_lake
+    assert report.data_docs is not None and report.data_docs.is_file()
+    site = report.data_docs.parent
+    html = " ".join(p.read_text(encoding="utf-8", errors="ignore") for p in site.rglob("*.html"))
+    for suite in ("bronze_rows", "silver_events_site", "silver_events_tenant", "silver_batch"):
+        assert suite in html
+
+
+def _events(spark, cfg):
+    return spark.table(tables(cfg).silver_events("site")).limit(50)
+
+
+def _gate_message(gate, boundary, suite, frame) -> str:
+    with pytest.raises(QualityGateError) as err:
+        gate.validate(boundary, suite, frame, "test-run")
+    return str(err.value)
+
+
+def test_duplicate_event_ids_are_stopped(spark, clean_lake, gate):
+    cfg, _ = clean_lake
+    events = silver_events_frame(cfg, _events(spark, cfg))
+    duplicated = events.unionByName(events.limit(1))
+    message = _gate_message(gate, "bronze_to_silver", silver_events_suite(cfg, "site"), duplicated)
+    assert "suite silver_events_site" in message and "expectation event_id_unique" in message
+    assert re.search(r"1 of \d+ rows unexpected|2 of \d+ rows unexpected", message)
+
+
+def test_future_timestamps_are_stopped(spark, clean_lake, gate):
+    cfg, _ = clean_lake
+    future = datetime.now() + timedelta(days=30)
+    events = _events(spark, cfg).withColumn(
+        "event_time",
+        F.when(F.col("event_id") == F.lit(_events(spark, cfg).first()["event_id"]), F.lit(future)).otherwise(
+            F.col("event_time")
+        ),
+    )
+    message = _gate_message(
+        gate, "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events)
+    )
+    assert "expectation event_time_in_window" in message and "1 of 50 rows unexpected" in message
+
+
+def test_unknown_role_codes_are_stopped(spark, clean_lake, gate):
+    cfg, _ = clean_lake
+    events = _events(spark, cfg).withColumn("site_role_id", F.lit(99))
+    message = _gate_message(
+        gate, "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events)
+    )
+    assert "expectation documented_codes" in message and "site_role_id" in message
+    assert "[99" in message  # the offending values are shown
+
+
+def test_broken_reconciliation_is_stopped(spark, clean_lake, gate):
+    cfg, _ = clean_lake
+    message = _gate_message(gate, "bronze_to_silver", silver_batch_suite(cfg), silver_batch_frame(spark, 100, 90, 3, 4))
+    assert "suite silver_batch" in message and "expectation reconciliation_exact" in message
+
+
+def test_warning_is_reported_not_blocking(spark, clean_lake, gate):
+    cfg, _ = clean_lake
+    events = _events(spark, cfg).withColumn("actor_user_luid", F.lit("not-a-luid"))
+    outcomes = gate.validate(
+        "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events), "w"
+    )
+    luid = [o for o in outcomes if o.key == "luid_shape" and o.column == "actor_user_luid"]
+    assert luid and not luid[0].success and luid[0].severity == "warning"
+
+
+def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake_dir, monkeypatch, capsys):
+    environ = variant_environ(lake_dir, "dq_broken")
+    cfg = load_config("test", environ=environ)
+    landing = cfg.path("paths.landing_dir")
+    generate_activity_log(landing, 300, seed=41, days=1)
+    # a delivery that is mostly not JSON: the parse rate drops below the threshold
+    bad = landing / "site" / "broken" / "eventType=hist_login" / "part-00000.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("\n".join(["<html>gateway timeout</html>"] * 400) + "\n", encoding="utf-8")
+    for key, value in environ.items():
+        if key.startswith("AUDITLAKE__"):
+            monkeypatch.setenv(key, value)
+    from pipelines.cli import main
+
+    code = main(["--env", "test", "refresh", "--layers", "bronze,silver"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "quality gate bronze_to_silver.bronze_rows stopped the promotion" in err
+    assert "expectation json_parse_rate" in err and "gateway timeout" in err
+    t = tables(cfg)
+    assert spark.table(t.bronze_raw("site")).count() > 400  # bronze landed as it is
+    assert spark.table(t.silver_events("site")).count() == 0  # nothing of the batch promoted
+    failed = spark.table(t.dq_results).where("NOT success").select("expectation_key").collect()
+    assert {r["expectation_key"] for r in failed} >= {"json_parse_rate"}
+    assert json.loads(spark.table(t.dq_results).where("expectation_key = 'json_parse_rate'").first()["sample"])
