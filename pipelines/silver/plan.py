@@ -27,15 +27,10 @@ CURRENT_ONLY_COMMON = (
     "siteRoleId",
     "systemAdminLevel",
 )
-# Columns silver adds itself; no attribute may map onto them.
-RESERVED_COLUMNS = {
-    "event_id",
-    "event_type",
-    "event_time",
-    "event_date",
-    "family",
-    "record_shape",
-    "edition",
+# Columns silver adds itself, in the order an event view shows them around the attributes;
+# no attribute may map onto them.
+VIEW_HEAD = ("event_id", "event_type", "event_time", "event_date", "record_shape", "edition")
+VIEW_TAIL = (
     "envelope_trace_uuid",
     "envelope_event_version",
     "_rescued_data",
@@ -45,7 +40,8 @@ RESERVED_COLUMNS = {
     "bronze_ingest_ts",
     "silver_run_id",
     "silver_ingest_ts",
-}
+)
+RESERVED_COLUMNS = {*VIEW_HEAD, *VIEW_TAIL, "family"}
 # Decoded names the issue asks for; other coded attributes get ``<column>_name``.
 DECODED_NAMES = {"siteRoleId": "site_role", "systemAdminLevel": "is_system_admin"}
 

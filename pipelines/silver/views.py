@@ -13,23 +13,11 @@ import hashlib
 from pyspark.sql import SparkSession
 
 from pipelines.registry import REGISTRY_PATH
-from pipelines.silver.plan import DECODED_NAMES, ColumnPlan, family_plan
+from pipelines.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
 from pipelines.tables import Tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
-_HEAD = ["event_id", "event_type", "event_time", "event_date", "record_shape", "edition"]
-_TAIL = [
-    "envelope_trace_uuid",
-    "envelope_event_version",
-    "_rescued_data",
-    "bronze_id",
-    "source_file",
-    "bronze_run_id",
-    "bronze_ingest_ts",
-    "silver_run_id",
-    "silver_ingest_ts",
-]
 
 
 def _sql_string(text: str) -> str:
@@ -52,7 +40,7 @@ def decoded_column(col: ColumnPlan, taken: set[str]) -> str | None:
 
 def view_sql(t: Tables, family: str, event_type: str) -> str:
     plan = family_plan(family)
-    items = [f"`{c}`" for c in _HEAD]
+    items = [f"`{c}`" for c in VIEW_HEAD]
     taken = {c.column for c in plan.event_columns(event_type)}
     for col in plan.event_columns(event_type):
         if col.attribute == "eventTime":
@@ -63,7 +51,7 @@ def view_sql(t: Tables, family: str, event_type: str) -> str:
         decoded = decoded_column(col, taken)
         if decoded:
             items.append(decoded)
-    items += [f"`{c}`" for c in _TAIL]
+    items += [f"`{c}`" for c in VIEW_TAIL]
     return (
         f"CREATE OR REPLACE VIEW {t.event_view(event_type)} AS SELECT {', '.join(items)} "
         f"FROM {t.silver_events(family)} WHERE event_type = {_sql_string(event_type)}"
