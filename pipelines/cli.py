@@ -109,10 +109,12 @@ def _print_summary(spark, cfg: Config, started: float) -> None:
     from pipelines.reconcile import format_reconciliation, reconcile
     from pipelines.refresh import table_counts
 
+    counts = table_counts(spark, cfg)
+    width = max([len(table) for table, _, _ in counts] + [34]) + 1
     _log("")
-    _log(f"{'table':<40} {'rows':>10}  note")
-    for table, rows, note in table_counts(spark, cfg):
-        _log(f"{table:<40} {rows:>10}  {note}")
+    _log(f"{'table':<{width}} {'rows':>10}  note")
+    for table, rows, note in counts:
+        _log(f"{table:<{width}} {rows:>10}  {note}")
     results = reconcile(spark, cfg)
     if results:
         _log("")
