@@ -80,6 +80,13 @@ def run_refresh(
     return report
 
 
+def _quarantine_by_reason(spark: SparkSession, table: str) -> list[tuple[str, int, str]]:
+    if not spark.catalog.tableExists(table):
+        return []
+    rows = spark.sql(f"SELECT reason, count(*) AS n FROM {table} GROUP BY reason ORDER BY reason").collect()
+    return [(f"{table} [{r['reason']}]", r["n"], "") for r in rows]
+
+
 def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]:
     """(table, rows, note) for every lakehouse table that exists."""
     out = []
@@ -97,11 +104,7 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
                 f"count_if(_rescued_data IS NOT NULL) AS rescued FROM {table}"
             ).first()
             out.append((table, row["n"], f"{row['types']} event types, {row['rescued']} rows with _rescued_data"))
-    if spark.catalog.tableExists(t.quarantine):
-        for row in spark.sql(
-            f"SELECT reason, count(*) AS n FROM {t.quarantine} GROUP BY reason ORDER BY reason"
-        ).collect():
-            out.append((f"{t.quarantine} [{row['reason']}]", row["n"], ""))
+    out += _quarantine_by_reason(spark, t.quarantine)
     if spark.catalog.tableExists(t.duplicates):
         out.append((t.duplicates, spark.table(t.duplicates).count(), "copies removed, kept for audit"))
     if spark.catalog.tableExists(t.writeback_raw):
@@ -116,9 +119,5 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
             f"FROM {t.writeback_audit}"
         ).first()
         out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
-    if spark.catalog.tableExists(t.writeback_quarantine):
-        for row in spark.sql(
-            f"SELECT reason, count(*) AS n FROM {t.writeback_quarantine} GROUP BY reason ORDER BY reason"
-        ).collect():
-            out.append((f"{t.writeback_quarantine} [{row['reason']}]", row["n"], ""))
+    out += _quarantine_by_reason(spark, t.writeback_quarantine)
     return out
