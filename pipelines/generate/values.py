@@ -15,6 +15,11 @@ import random
 import uuid
 from datetime import UTC, datetime
 
+from pipelines.registry import common_attributes
+
+# Site role names as the reference spells them out (the siteRoleId codes in the registry).
+SITE_ROLE_NAMES = dict(next(a for a in common_attributes("site") if a.name == "siteRoleId").codes)
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
@@ -411,17 +416,7 @@ G: dict = {
     "formerEmail": lambda c: _user(c).email.replace("@", ".old@"),
     "siteAdminLevel": lambda c: 1 if _user(c).is_admin else 0,
     "forUserName": lambda c: _user(c).name,
-    "siteRole": lambda c: {
-        0: "SiteAdministratorExplorer",
-        1: "SupportUser",
-        2: "ExplorerCanPublish",
-        3: "Explorer",
-        7: "Guest",
-        8: "Unlicensed",
-        9: "Viewer",
-        10: "Creator",
-        11: "SiteAdministratorCreator",
-    }[_user(c).site_role_id],
+    "siteRole": lambda c: SITE_ROLE_NAMES[_user(c).site_role_id],
     "targetUserId": lambda c: _user(c).id,
     "targetUserLuid": lambda c: _user(c).luid,
     "userOperation": lambda c: (c.job or {}).get("op", "create"),

@@ -19,17 +19,6 @@ from datetime import UTC, datetime
 
 from .values import iso_micro, to_us
 
-SITE_ROLE_NAMES = {
-    0: "SiteAdministratorExplorer",
-    1: "SupportUser",
-    2: "ExplorerCanPublish",
-    3: "Explorer",
-    7: "Guest",
-    8: "Unlicensed",
-    9: "Viewer",
-    10: "Creator",
-    11: "SiteAdministratorCreator",
-}
 LICENSING_ROLE = {
     0: "Explorer",
     1: "Explorer",
