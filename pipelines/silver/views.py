@@ -24,33 +24,41 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def decoded_column(col: ColumnPlan, taken: set[str]) -> str | None:
-    """SQL for the decoded meaning of a coded attribute, or None. ``taken``: the view's other
-    columns (an event may document its own ``siteRole``; then the decoded one is ``site_role_name``)."""
+def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | None:
+    """(SQL, name, type) of the decoded meaning of a coded attribute, or None. ``taken``: the view's
+    other columns (an event may document its own ``siteRole``; then the decoded one is ``site_role_name``)."""
     if not col.codes:
         return None
     if col.attribute == "systemAdminLevel":
-        return f"`{col.column}` = 10 AS is_system_admin"
+        return f"`{col.column}` = 10", "is_system_admin", "boolean"
     name = DECODED_NAMES.get(col.attribute, f"{col.column}_name")
     if name in taken:
         name = f"{name}_name"
     whens = " ".join(f"WHEN {code} THEN {_sql_string(meaning)}" for code, meaning in col.codes)
-    return f"CASE `{col.column}` {whens} END AS `{name}`"
+    return f"CASE `{col.column}` {whens} END", name, "string"
 
 
-def view_sql(t: Tables, family: str, event_type: str) -> str:
+def event_attribute_columns(family: str, event_type: str) -> list[tuple[str, str, str]]:
+    """The view's attribute columns in order, as (SQL, name, spark type): each documented
+    attribute cast to the event's documented type, each coded one followed by its meaning."""
     plan = family_plan(family)
-    items = [f"`{c}`" for c in VIEW_HEAD]
     taken = {c.column for c in plan.event_columns(event_type)}
+    out = []
     for col in plan.event_columns(event_type):
         if col.attribute == "eventTime":
             continue
         documented = col.documented_type(event_type)
         ref = f"`{col.column}`"
-        items.append(ref if documented == col.physical_type else f"try_cast({ref} AS {documented}) AS {ref}")
+        out.append((ref if documented == col.physical_type else f"try_cast({ref} AS {documented})", col.column, documented))
         decoded = decoded_column(col, taken)
         if decoded:
-            items.append(decoded)
+            out.append(decoded)
+    return out
+
+
+def view_sql(t: Tables, family: str, event_type: str) -> str:
+    items = [f"`{c}`" for c in VIEW_HEAD]
+    items += [sql if sql == f"`{name}`" else f"{sql} AS `{name}`" for sql, name, _ in event_attribute_columns(family, event_type)]
     items += [f"`{c}`" for c in VIEW_TAIL]
     return (
         f"CREATE OR REPLACE VIEW {t.event_view(event_type)} AS SELECT {', '.join(items)} "

@@ -1,0 +1,91 @@
+-- One row per background job (jobLuid): Tableau logs a background_job event at each state
+-- (Pending, InProgress, then Success / Failed / Cancelled); this folds them into one timeline.
+with states as (
+    select
+        job_luid,
+        job_id,
+        job_type,
+        site_luid,
+        obj_type,
+        obj_luid,
+        obj_name,
+        task_luid,
+        schedule_name,
+        is_run_now,
+        event_state,
+        event_time,
+        duration,
+        notes,
+        event_id,
+        silver_ingest_ts
+    from {{ ref('stg_site__background_job') }}
+    where job_luid is not null
+),
+
+jobs as (
+    select
+        job_luid,
+        max(job_id) as job_id,
+        max(job_type) as job_type,
+        max(site_luid) as site_luid,
+        max(obj_type) as obj_type,
+        max(obj_luid) as obj_luid,
+        max(obj_name) as obj_name,
+        max(task_luid) as task_luid,
+        max(schedule_name) as schedule_name,
+        max(is_run_now) as is_run_now,
+        min(case when event_state = 'Pending' then event_time end) as queued_at,
+        min(case when event_state = 'InProgress' then event_time end) as started_at,
+        max(case when event_state in ('Success', 'Failed', 'Cancelled') then event_time end) as finished_at,
+        max_by(event_state, struct(event_time, event_id)) as last_state,
+        max_by(duration, struct(event_time, event_id)) as reported_duration_seconds,
+        max_by(notes, struct(event_time, event_id)) as notes,
+        count(*) as state_events,
+        max(silver_ingest_ts) as silver_ingest_ts
+    from states
+    group by job_luid
+),
+
+timelines as (
+    select
+        job_luid,
+        -- "<time> <state>" sorts in time order as text
+        array_join(
+            array_sort(collect_list(concat(date_format(event_time, 'yyyy-MM-dd HH:mm:ss.SSS'), ' ', event_state))),
+            ' > '
+        ) as state_timeline
+    from states
+    group by job_luid
+)
+
+select
+    j.job_luid,
+    j.job_id,
+    j.job_type,
+    j.site_luid,
+    lower(j.obj_type) as object_type,
+    j.obj_luid as object_luid,
+    j.obj_name as object_name,
+    j.task_luid,
+    j.schedule_name,
+    j.is_run_now,
+    j.queued_at,
+    j.started_at,
+    j.finished_at,
+    case j.last_state
+        when 'Success' then 'success'
+        when 'Failed' then 'failed'
+        when 'Cancelled' then 'cancelled'
+        when 'InProgress' then 'in_progress'
+        when 'Pending' then 'pending'
+        else 'other'
+    end as result,
+    cast(unix_timestamp(j.started_at) - unix_timestamp(j.queued_at) as bigint) as queue_seconds,
+    cast(unix_timestamp(j.finished_at) - unix_timestamp(j.started_at) as bigint) as run_seconds,
+    j.reported_duration_seconds,
+    case when j.last_state = 'Failed' then j.notes end as failure_notes,
+    t.state_timeline,
+    j.state_events,
+    j.silver_ingest_ts
+from jobs as j
+inner join timelines as t on j.job_luid = t.job_luid

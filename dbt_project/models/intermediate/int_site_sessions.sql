@@ -1,0 +1,75 @@
+-- Sessionising: each site sign-in opens a session for its user on its site; the session ends at
+-- the user's first sign-out before their next sign-in (no sign-out: it timed out or is still
+-- open). Views accessed are the user's hist_access_view events between sign-in and the end
+-- (or the next sign-in when there was no sign-out).
+with activity as (
+    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    from {{ ref('stg_site__hist_login') }}
+    union all
+    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    from {{ ref('stg_site__hist_logout') }}
+    union all
+    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    from {{ ref('stg_site__hist_access_view') }}
+),
+
+numbered as (
+    select
+        *,
+        sum(case when event_type = 'hist_login' then 1 else 0 end) over (
+            partition by site_luid, actor_user_luid
+            order by event_time, case when event_type = 'hist_login' then 0 else 1 end, event_id
+            rows between unbounded preceding and current row
+        ) as session_number
+    from activity
+    where actor_user_luid is not null
+),
+
+ends as (
+    select
+        site_luid,
+        actor_user_luid,
+        session_number,
+        min(case when event_type = 'hist_logout' then event_time end) as signed_out_at
+    from numbered
+    where session_number > 0
+    group by site_luid, actor_user_luid, session_number
+),
+
+sessions as (
+    select
+        n.site_luid,
+        n.actor_user_luid,
+        n.session_number,
+        max(case when n.event_type = 'hist_login' then n.event_id end) as session_id,
+        min(case when n.event_type = 'hist_login' then n.event_time end) as signed_in_at,
+        max(e.signed_out_at) as signed_out_at,
+        count(
+            case
+                when
+                    n.event_type = 'hist_access_view'
+                    and (e.signed_out_at is null or n.event_time <= e.signed_out_at)
+                    then 1
+            end
+        ) as views_accessed,
+        max(n.silver_ingest_ts) as silver_ingest_ts
+    from numbered as n
+    inner join ends as e
+        on
+            n.site_luid = e.site_luid
+            and n.actor_user_luid = e.actor_user_luid
+            and n.session_number = e.session_number
+    group by n.site_luid, n.actor_user_luid, n.session_number
+)
+
+select
+    session_id,
+    site_luid,
+    actor_user_luid as user_luid,
+    signed_in_at,
+    signed_out_at,
+    case when signed_out_at is not null then 'sign_out' else 'no_sign_out' end as ended_by,
+    cast(unix_timestamp(signed_out_at) - unix_timestamp(signed_in_at) as bigint) as duration_seconds,
+    views_accessed,
+    silver_ingest_ts
+from sessions

@@ -1,0 +1,67 @@
+-- Site users with their site-role history as a type-2 dimension: one row per (site, user,
+-- version). Users seen only in legacy-edition events (no role stated) get one version with no
+-- role, so every actor of a fact has a row here.
+with role_versions as (
+    select * from {{ ref('int_site_user_role_versions') }}
+),
+
+actors as (
+    select distinct
+        site_luid,
+        actor_user_luid as user_luid
+    from {{ ref('stg_site__events') }}
+    where actor_user_luid is not null
+),
+
+unversioned as (
+    select
+        sha2(concat_ws('|', a.site_luid, a.user_luid, '0'), 256) as user_version_key,
+        a.site_luid,
+        a.user_luid,
+        0 as version_number,
+        cast(null as int) as site_role_id,
+        cast(null as string) as site_role,
+        cast(null as boolean) as is_system_admin,
+        cast(null as timestamp) as valid_from,
+        cast(null as timestamp) as valid_to,
+        cast(null as string) as previous_site_role,
+        cast(null as boolean) as was_system_admin
+    from actors as a
+    left anti join role_versions as v
+        on a.site_luid = v.site_luid and a.user_luid = v.user_luid
+),
+
+-- latest name and email the log gives for a user (user lifecycle events carry them)
+identities as (
+    select
+        user_luid,
+        max_by(user_name, event_time) as user_name,
+        max_by(user_email, event_time) as user_email
+    from {{ ref('fct_user_lifecycle') }}
+    where user_luid is not null
+    group by user_luid
+),
+
+all_versions as (
+    select * from role_versions
+    union all
+    select * from unversioned
+)
+
+select
+    v.user_version_key,
+    v.site_luid,
+    v.user_luid,
+    v.version_number,
+    v.site_role_id,
+    v.site_role,
+    v.is_system_admin,
+    v.valid_from,
+    v.valid_to,
+    v.valid_to is null as is_current,
+    v.previous_site_role,
+    v.was_system_admin,
+    i.user_name,
+    i.user_email
+from all_versions as v
+left join identities as i on v.user_luid = i.user_luid

@@ -1,0 +1,17 @@
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='job_luid') }}
+
+-- Incremental: recompute the jobs with new state events (their later states arrive in later
+-- deliveries); the merge replaces them by job_luid.
+{% if is_incremental() %}
+with touched as (
+    select distinct job_luid
+    from {{ ref('stg_site__background_job') }}
+    {{ newer_than_mart() }}
+)
+{% endif %}
+
+select j.*
+from {{ ref('int_background_job_states') }} as j
+{% if is_incremental() %}
+    left semi join touched as t on j.job_luid = t.job_luid
+{% endif %}

@@ -1,0 +1,23 @@
+select
+    id as action_id,
+    action_date_utc,
+    action_date_local,
+    utc_offset_minutes,
+    action_date,
+    action_name,
+    action_params,
+    edit_kind,
+    replaced_line_key,
+    new_line_key,
+    dataset_operations,
+    dataset,
+    dataset_key,
+    system as client_system,
+    username,
+    widget_config_id,
+    writeback_site,
+    seen_in_metadata,
+    seen_in_persistence,
+    copies_differ,
+    silver_ingest_ts
+from {{ source('writeback', 'writeback_audit') }}

@@ -1,0 +1,90 @@
+"""Runs the dbt project (gold) in-process on the pipeline's SparkSession.
+
+dbt-spark's ``session`` method takes the SparkSession of the process it runs in, so the Delta
+and metastore settings of ``pipelines.spark_session`` apply to dbt too (target ``pipeline`` in
+dbt_project/profiles.yml). Schemas and report thresholds come from conf/, passed as dbt vars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+from pipelines.gold.staging import DBT_DIR
+
+
+class GoldError(RuntimeError):
+    """dbt reported a failed model or test."""
+
+
+@dataclass
+class GoldResult:
+    command: str
+    seconds: float = 0.0
+    statuses: dict[str, int] = field(default_factory=dict)  # status -> node count
+    failures: list[str] = field(default_factory=list)
+
+
+def dbt_vars(cfg: Config) -> dict:
+    return {
+        "silver_schema": cfg.get("silver.schema"),
+        "failed_login_burst_failures": cfg.get("gold.failed_login_burst.failures"),
+        "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
+        "inactive_user_days": cfg.get("gold.inactive_user_days"),
+    }
+
+
+def run_dbt(spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True) -> GoldResult:
+    """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session)."""
+    import time
+
+    from dbt.cli.main import dbtRunner
+
+    assert SparkSession.getActiveSession() is spark or SparkSession.getActiveSession() is None
+    env = {"AUDITLAKE_DBT_TARGET": "pipeline", "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    started = time.monotonic()
+    try:
+        res = dbtRunner().invoke(
+            [
+                *args,
+                "--project-dir",
+                str(DBT_DIR),
+                "--profiles-dir",
+                str(DBT_DIR),
+                "--vars",
+                json.dumps(dbt_vars(cfg)),
+            ]
+        )
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    result = GoldResult(command=" ".join(args), seconds=time.monotonic() - started)
+    for node in getattr(res.result, "results", None) or []:
+        status = str(node.status)
+        result.statuses[status] = result.statuses.get(status, 0) + 1
+        if status in ("error", "fail"):
+            result.failures.append(f"{node.node.name}: {status}: {(node.message or '').strip()[:500]}")
+    if res.exception is not None:
+        result.failures.append(f"dbt {args[0]} raised: {res.exception}")
+    if raise_on_failure and (not res.success or result.failures):
+        raise GoldError(f"dbt {result.command} failed:\n  " + "\n  ".join(result.failures or ["(see dbt output)"]))
+    return result
+
+
+def build_gold(spark: SparkSession, cfg: Config, full_refresh: bool = False, log=print) -> GoldResult:
+    """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests."""
+    args = ["build", "--quiet"] + (["--full-refresh"] if full_refresh else [])
+    log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/)")
+    result = run_dbt(spark, cfg, args)
+    figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
+    log(f"gold: {figures} in {result.seconds:.1f}s")
+    return result
