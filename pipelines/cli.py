@@ -5,6 +5,7 @@
     auditlake generate --out DIR --events N [--seed S] [--start ISO --days D] [--dirty]
     auditlake generate-writeback --out FILE [--rows N] [--seed S] [--dirty]
     auditlake refresh --layers bronze [--source DIR]
+    auditlake gold staging | dbt ARGS       regenerate dbt staging models; run dbt in-process
     auditlake demo                          generate sample data, refresh every layer, summarise
     auditlake bench --layer bronze --events N
 
@@ -137,6 +138,23 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gold(cfg: Config, args: argparse.Namespace) -> int:
+    """`auditlake gold staging` (from the registry) or `auditlake gold dbt ARGS` (in-process, on the
+    lakehouse's own Spark session: the way to run dbt while honouring conf/)."""
+    if args.action == "staging":
+        from pipelines.gold.staging import write_staging
+
+        write_staging(log=_log)
+        return 0
+    from pipelines.gold.run import run_dbt
+    from pipelines.spark_session import build_spark
+
+    if not args.dbt_args:
+        raise ConfigError("auditlake gold dbt: give dbt's arguments, e.g. `auditlake gold dbt build`")
+    result = run_dbt(build_spark(cfg), cfg, args.dbt_args, raise_on_failure=False)
+    return 1 if result.failures else 0
+
+
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.reconcile import format_reconciliation, reconcile, run_figures
     from pipelines.spark_session import build_spark
@@ -236,9 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate_writeback)
 
     p = sub.add_parser("refresh", help="run the layered refresh")
-    p.add_argument("--layers", default="bronze,silver", help="comma-separated layers (default: bronze,silver)")
+    p.add_argument(
+        "--layers", default="bronze,silver,gold", help="comma-separated layers (default: bronze,silver,gold)"
+    )
     p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
     p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("gold", help="gold (dbt): `staging` rewrites the generated staging models; `dbt ARGS` runs dbt")
+    p.add_argument("action", choices=["staging", "dbt"])
+    p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="for `dbt`: its arguments, e.g. build --select fct_logins")
+    p.set_defaults(func=cmd_gold)
 
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
     p.set_defaults(func=cmd_reconcile)

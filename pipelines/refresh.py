@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from pipelines import bronze
 from pipelines.config import Config
+from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.quality.gate import QualityGate
 from pipelines.silver import promote
 from pipelines.tables import tables
@@ -19,7 +20,7 @@ from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
 
-LAYERS = ("bronze", "silver")
+LAYERS = ("bronze", "silver", "gold")
 
 
 def new_run_id() -> str:
@@ -36,6 +37,7 @@ class RefreshReport:
     seconds: dict[str, float] = field(default_factory=dict)
     # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
     writeback: dict[str, object] = field(default_factory=dict)
+    gold: GoldResult | None = None
 
 
 def parse_layers(text: str) -> list[str]:
@@ -74,10 +76,25 @@ def run_refresh(
         started = time.monotonic()
         report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
         report.seconds["writeback_silver"] = time.monotonic() - started
+    if "gold" in layers:
+        started = time.monotonic()
+        _require_silver(spark, cfg)
+        report.gold = build_gold(spark, cfg, log=log)
+        report.seconds["gold"] = time.monotonic() - started
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
         raise WritebackSourceError("; ".join(writeback_errors))
     return report
+
+
+def _require_silver(spark: SparkSession, cfg: Config) -> None:
+    """Gold reads silver's tables: say so plainly instead of a dbt stack trace."""
+    t = tables(cfg)
+    wanted = [t.silver_events(f) for f in bronze.FAMILIES] + [t.writeback_audit]
+    missing = [name for name in wanted if not spark.catalog.tableExists(name)]
+    if missing:
+        raise GoldError(f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "
+                        "(auditlake refresh --layers bronze,silver,gold)")
 
 
 def _quarantine_by_reason(spark: SparkSession, table: str) -> list[tuple[str, int, str]]:
@@ -120,4 +137,9 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
         ).first()
         out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
     out += _quarantine_by_reason(spark, t.writeback_quarantine)
+    gold = cfg.get("gold.schema")
+    if spark.catalog.databaseExists(gold):
+        for table in sorted(spark.catalog.listTables(gold), key=lambda x: x.name):
+            if table.tableType != "VIEW" and not table.isTemporary:
+                out.append((f"{gold}.{table.name}", spark.table(f"{gold}.{table.name}").count(), "gold mart"))
     return out

@@ -1,4 +1,5 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='job_luid') }}
+-- depends_on: {{ ref('stg_site__background_job') }}
 
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
 -- deliveries); the merge replaces them by job_luid.

@@ -1,4 +1,5 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='session_id') }}
+-- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the sessions of the users with new sign-ins, sign-outs or views (a new
 -- sign-out can close an earlier session); the merge replaces them by session_id. A session's
