@@ -9,12 +9,12 @@ STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast setup system-deps pg-deps registry lint bench clean distclean
+.PHONY: demo test test-fast setup system-deps pg-deps registry lint lint-sql bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake demo
 
-test: setup pg-deps
+test: setup pg-deps lint-sql
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: setup pg-deps
@@ -49,6 +49,12 @@ registry: $(STAMP)
 
 lint: $(STAMP)
 	@$(BIN)/ruff check pipelines tests
+
+# sqlfluff with the dbt templater compiles the project (target `local`: its own Spark session
+# on the embedded metastore under data/, so not while a refresh runs).
+lint-sql: setup
+	@echo "sqlfluff lint dbt_project/ (dialect sparksql, templater dbt)"
+	@cd dbt_project && ../$(BIN)/sqlfluff lint --disable-progress-bar models
 
 bench: setup
 	@$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]"

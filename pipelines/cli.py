@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gold", help="gold (dbt): `staging` rewrites the generated staging models; `dbt ARGS` runs dbt")
     p.add_argument("action", choices=["staging", "dbt"])
-    p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="for `dbt`: its arguments, e.g. build --select fct_logins")
+    p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="for `dbt`: its arguments (build ...)")
     p.set_defaults(func=cmd_gold)
 
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from pipelines import bronze
 from pipelines.config import Config
+from pipelines.gold.checks import validate_gold
 from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.quality.gate import QualityGate
 from pipelines.silver import promote
@@ -80,6 +81,14 @@ def run_refresh(
         started = time.monotonic()
         _require_silver(spark, cfg)
         report.gold = build_gold(spark, cfg, log=log)
+        if cfg.get("quality.enabled"):
+            gate = QualityGate(spark, cfg, log=log)
+            try:
+                validate_gold(spark, cfg, gate, report.run_id)
+            finally:
+                report.data_docs = gate.build_data_docs()
+                failed = sum(not o.success for o in gate.outcomes)
+                log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
         report.seconds["gold"] = time.monotonic() - started
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error

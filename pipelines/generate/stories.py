@@ -350,6 +350,41 @@ def ownership_transfer(g, site, t0: int) -> int:
     return n
 
 
+def offboarding(g, site, t0: int) -> int:
+    """A leaver: an admin hands their content to a colleague, then deletes the user."""
+    rng = g.rng
+    owned = {}
+    for kind in ("workbook", "datasource", "flow"):
+        for item in site.content[kind]:
+            owned.setdefault(item.owner.luid, (item.owner, []))[1].append((kind, item))
+    admins = {a.luid for a in site.admins}
+    leavers = [owner for owner, items in owned.values() if owner.luid not in admins and owner in site.users]
+    if not leavers:
+        return 0
+    leaver = rng.choice(leavers)
+    heir = rng.choice([u for u in site.users if u.site_role_id in (10, 11) and u is not leaver])
+    admin = rng.choice(site.admins)
+    c = g.ctx(site, admin, t0)
+    n = 0
+    for kind, item in owned[leaver.luid][1][:6]:
+        c.subject = c.content = item
+        c.old_owner, c.new_owner = leaver, heir
+        item.owner = heir
+        g.emit("content_owner_change", c)
+        c.us += rng.randint(5, 300) * 1000
+        g.emit(_OWNERSHIP[kind], c)
+        c.us += rng.randint(5, 120) * SEC
+        n += 2
+    c.content = None
+    c.user = c.subject = leaver
+    c.job = {"op": "delete"}
+    g.emit("user_create_delete", c)
+    c.us += rng.randint(1, 900) * 1000
+    g.emit("hist_delete_user", c)
+    site.users.remove(leaver)  # gone: later stories no longer pick them
+    return n + 2
+
+
 def group_membership(g, site, t0: int) -> int:
     """add_delete_user_to_group + hist_add_user_to_group / hist_delete_user_from_group."""
     rng = g.rng
@@ -486,6 +521,7 @@ SCHEDULED = [
     (permission_edit, 25_000, 2),
     (deprecated_permissions, 250_000, 1),
     (ownership_transfer, 60_000, 2),
+    (offboarding, 200_000, 1),
     (group_membership, 50_000, 2),
     (extract_failure, 100_000, 2),
     (pat_lifecycle, 200_000, 1),

@@ -118,6 +118,8 @@ def _column_yaml(name: str, typ: str, description: str | None = None) -> dict:
     entry: dict = {"name": name, "data_type": typ}
     if description:
         entry["description"] = description
+    if name == "event_id":
+        entry["data_tests"] = ["primary_key"]
     if is_pii(name):
         entry["meta"] = {"pii": True}
     return entry
@@ -167,7 +169,7 @@ def render(family: str, event_types: list[str]) -> dict[Path, str]:
         {
             "name": common_model,
             "description": f"Every {family} event with the attributes all {family} events share.",
-            "columns": [_pk(_column_yaml(n, t)) if n == "event_id" else _column_yaml(n, t) for _, n, t in common_cols],
+            "columns": [_column_yaml(n, t) for _, n, t in common_cols],
         }
     )
     for event_type in event_types:
@@ -181,10 +183,7 @@ def render(family: str, event_types: list[str]) -> dict[Path, str]:
             {
                 "name": model,
                 "description": f"`{event_type}` events, typed as documented. {spec.description.strip()[:300]}",
-                "columns": [
-                    _pk(_column_yaml(n, t, described.get(n))) if n == "event_id" else _column_yaml(n, t, described.get(n))
-                    for _, n, t in cols
-                ],
+                "columns": [_column_yaml(n, t, described.get(n)) for _, n, t in cols],
             }
         )
     sources = {
@@ -203,11 +202,6 @@ def render(family: str, event_types: list[str]) -> dict[Path, str]:
         {"version": 2, "models": models}, sort_keys=False, width=120
     )
     return files
-
-
-def _pk(column: dict) -> dict:
-    column["data_tests"] = ["unique", "not_null"]
-    return column
 
 
 def render_all() -> dict[Path, str]:

@@ -117,3 +117,52 @@ def build_suite(spec: SuiteSpec) -> gx.ExpectationSuite:
     for expectation in spec.expectations:
         suite.add_expectation(expectation)
     return suite
+
+
+# ---------------------------------------------------------------- silver -> gold
+def gold_reconciliation_suite(cfg: Config) -> SuiteSpec:
+    """One row per event-level mart: its rows against the silver rows of the event types it covers."""
+    return SuiteSpec(
+        "gold_reconciliation",
+        (
+            gxe.ExpectColumnValuesToBeInSet(
+                column="difference", value_set=[0], meta=_meta(cfg, "gold_reconciliation_exact")
+            ),
+        ),
+    )
+
+
+def gold_logins_suite(cfg: Config) -> SuiteSpec:
+    return SuiteSpec(
+        "fct_logins",
+        (
+            gxe.ExpectColumnValuesToBeUnique(column="event_id", meta=_meta(cfg, "mart_key_unique")),
+            gxe.ExpectColumnValuesToBeInSet(
+                column="outcome", value_set=["success", "failure"], meta=_meta(cfg, "login_outcome_known")
+            ),
+        ),
+    )
+
+
+def gold_ownership_suite(cfg: Config) -> SuiteSpec:
+    return SuiteSpec(
+        "fct_ownership_transfers",
+        (
+            gxe.ExpectColumnValuesToBeUnique(column="event_id", meta=_meta(cfg, "mart_key_unique")),
+            gxe.ExpectColumnValuesToBeInSet(column="owner_changed", value_set=[True], meta=_meta(cfg, "owner_changed")),
+        ),
+    )
+
+
+def gold_writeback_suite(cfg: Config) -> SuiteSpec:
+    return SuiteSpec(
+        "fct_writeback_changes",
+        (
+            gxe.ExpectColumnValuesToBeUnique(column="action_id", meta=_meta(cfg, "mart_key_unique")),
+            gxe.ExpectColumnValuesToBeInSet(
+                column="action_name",
+                value_set=["INSERT_DATA", "DELETE_DATA", "EDIT_DATA", "ALTER_DATASET"],
+                meta=_meta(cfg, "writeback_action_known"),
+            ),
+        ),
+    )

@@ -49,7 +49,8 @@ def event_attribute_columns(family: str, event_type: str) -> list[tuple[str, str
             continue
         documented = col.documented_type(event_type)
         ref = f"`{col.column}`"
-        out.append((ref if documented == col.physical_type else f"try_cast({ref} AS {documented})", col.column, documented))
+        sql = ref if documented == col.physical_type else f"try_cast({ref} AS {documented})"
+        out.append((sql, col.column, documented))
         decoded = decoded_column(col, taken)
         if decoded:
             out.append(decoded)
@@ -58,7 +59,8 @@ def event_attribute_columns(family: str, event_type: str) -> list[tuple[str, str
 
 def view_sql(t: Tables, family: str, event_type: str) -> str:
     items = [f"`{c}`" for c in VIEW_HEAD]
-    items += [sql if sql == f"`{name}`" else f"{sql} AS `{name}`" for sql, name, _ in event_attribute_columns(family, event_type)]
+    for sql, name, _ in event_attribute_columns(family, event_type):
+        items.append(sql if sql == f"`{name}`" else f"{sql} AS `{name}`")
     items += [f"`{c}`" for c in VIEW_TAIL]
     return (
         f"CREATE OR REPLACE VIEW {t.event_view(event_type)} AS SELECT {', '.join(items)} "

@@ -3,13 +3,31 @@
 -- open). Views accessed are the user's hist_access_view events between sign-in and the end
 -- (or the next sign-in when there was no sign-out).
 with activity as (
-    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    select
+        event_id,
+        event_type,
+        event_time,
+        site_luid,
+        actor_user_luid,
+        silver_ingest_ts
     from {{ ref('stg_site__hist_login') }}
     union all
-    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    select
+        event_id,
+        event_type,
+        event_time,
+        site_luid,
+        actor_user_luid,
+        silver_ingest_ts
     from {{ ref('stg_site__hist_logout') }}
     union all
-    select event_id, event_type, event_time, site_luid, actor_user_luid, silver_ingest_ts
+    select
+        event_id,
+        event_type,
+        event_time,
+        site_luid,
+        actor_user_luid,
+        silver_ingest_ts
     from {{ ref('stg_site__hist_access_view') }}
 ),
 

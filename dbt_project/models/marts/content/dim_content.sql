@@ -1,24 +1,53 @@
 -- Every piece of content the events mention, with its latest name, type and owner.
 with mentions as (
-    select content_luid, content_type, content_name, event_time, event_id, site_luid,
-        cast(null as string) as owner_luid, action
+    select
+        content_luid,
+        content_type,
+        content_name,
+        event_time,
+        event_id,
+        site_luid,
+        cast(null as string) as owner_luid,
+        action
     from {{ ref('fct_content_lifecycle') }}
     union all
-    select content_luid, content_type, content_name, event_time, event_id, site_luid,
-        new_owner_luid as owner_luid, 'ownership_transfer' as action
+    select
+        content_luid,
+        content_type,
+        content_name,
+        event_time,
+        event_id,
+        site_luid,
+        new_owner_luid as owner_luid,
+        'ownership_transfer' as action
     from {{ ref('fct_ownership_transfers') }}
     union all
-    select content_luid, content_type, content_name, event_time, event_id, site_luid,
-        cast(null as string) as owner_luid, access_kind as action
+    select
+        content_luid,
+        content_type,
+        content_name,
+        event_time,
+        event_id,
+        site_luid,
+        cast(null as string) as owner_luid,
+        access_kind as action
     from {{ ref('fct_content_access') }}
     union all
-    select content_luid, content_type, content_name, event_time, event_id, site_luid,
-        cast(null as string) as owner_luid, 'permission_change' as action
+    select
+        content_luid,
+        content_type,
+        content_name,
+        event_time,
+        event_id,
+        site_luid,
+        cast(null as string) as owner_luid,
+        'permission_change' as action
     from {{ ref('fct_permission_changes') }}
 ),
 
 known as (
-    select * from mentions where content_luid is not null
+    select * from mentions
+    where content_luid is not null
 )
 
 select

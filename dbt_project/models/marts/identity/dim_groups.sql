@@ -30,7 +30,7 @@ seen as (
         select * from group_events
         union all
         select * from membership
-    )
+    ) as unioned
     where group_luid is not null
 )
 

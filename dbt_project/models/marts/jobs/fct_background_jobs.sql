@@ -4,11 +4,11 @@
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
 -- deliveries); the merge replaces them by job_luid.
 {% if is_incremental() %}
-with touched as (
-    select distinct job_luid
-    from {{ ref('stg_site__background_job') }}
-    {{ newer_than_mart() }}
-)
+    with touched as (
+        select distinct job_luid
+        from {{ ref('stg_site__background_job') }}
+        {{ newer_than_mart() }}
+    )
 {% endif %}
 
 select j.*

@@ -5,14 +5,22 @@
 -- sign-out can close an earlier session); the merge replaces them by session_id. A session's
 -- silver_ingest_ts is the newest of its events, so the mart's newest is the watermark.
 {% if is_incremental() %}
-with touched as (
-    select distinct
-        site_luid,
-        actor_user_luid as user_luid
-    from {{ ref('stg_site__events') }}
-    {{ newer_than_mart() }}
-    and event_type in ('hist_login', 'hist_logout', 'hist_access_view')
-)
+    with new_events as (
+        select
+            site_luid,
+            actor_user_luid,
+            event_type
+        from {{ ref('stg_site__events') }}
+        {{ newer_than_mart() }}
+    ),
+
+    touched as (
+        select distinct
+            site_luid,
+            actor_user_luid as user_luid
+        from new_events
+        where event_type in ('hist_login', 'hist_logout', 'hist_access_view')
+    )
 {% endif %}
 
 select s.*

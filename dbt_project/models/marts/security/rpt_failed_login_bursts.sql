@@ -4,11 +4,19 @@
 {% set window_seconds = var('failed_login_burst_window_minutes') * 60 %}
 
 with failures as (
-    select 'ip_address' as key_type, ip_address as key_value, event_time, event_id
+    select
+        'ip_address' as key_type,
+        ip_address as key_value,
+        event_time,
+        event_id
     from {{ ref('fct_logins') }}
     where outcome = 'failure' and ip_address is not null
     union all
-    select 'user' as key_type, coalesce(user_email, tenant_user_id, user_luid) as key_value, event_time, event_id
+    select
+        'user' as key_type,
+        coalesce(user_email, tenant_user_id, user_luid) as key_value,
+        event_time,
+        event_id
     from {{ ref('fct_logins') }}
     where outcome = 'failure' and coalesce(user_email, tenant_user_id, user_luid) is not null
 ),

@@ -1,0 +1,60 @@
+"""The silver -> gold quality gate: frames for the Great Expectations suites run after dbt.
+
+dbt's own tests (keys, accepted values, relationships, unit tests) run inside ``dbt build``;
+this gate adds what spans layers: each event-level mart holds exactly the silver rows of the
+event types it covers (dbt_project.yml vars.event_groups), and a few business rules, with the
+results recorded in ops.dq_results and the Data Docs like the bronze -> silver gate.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import Config
+from pipelines.gold.staging import event_groups
+from pipelines.quality import suites
+from pipelines.tables import tables
+
+# event-level marts: mart -> the event group it covers, one row per event
+EVENT_MARTS = {
+    "fct_logins": "logins",
+    "fct_permission_changes": "permission_changes",
+    "fct_ownership_transfers": "ownership_transfers",
+    "fct_group_membership_changes": "group_membership_changes",
+    "fct_user_lifecycle": "user_lifecycle",
+    "fct_content_access": "content_access",
+    "fct_content_lifecycle": "content_lifecycle",
+    "fct_tenant_security_changes": "tenant_security_changes",
+}
+
+
+def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
+    """(mart, silver_rows, gold_rows, difference) for every event-level mart and the write-back mart."""
+    t = tables(cfg)
+    gold = cfg.get("gold.schema")
+    groups = event_groups()
+    parts = []
+    for mart, group in EVENT_MARTS.items():
+        types = [e for family in groups[group].values() for e in family]
+        silver = " + ".join(f"(SELECT count(*) FROM {t.event_view(e)})" for e in types)
+        gold_rows = f"(SELECT count(*) FROM {gold}.{mart})"
+        parts.append(f"SELECT '{mart}' AS mart, {silver} AS silver_rows, {gold_rows} AS gold_rows")
+    parts.append(
+        f"SELECT 'fct_writeback_changes' AS mart, (SELECT count(*) FROM {t.writeback_audit}) AS silver_rows, "
+        f"(SELECT count(*) FROM {gold}.fct_writeback_changes) AS gold_rows"
+    )
+    return spark.sql(" UNION ALL ".join(parts)).selectExpr("*", "silver_rows - gold_rows AS difference")
+
+
+def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str) -> None:
+    """Run the silver -> gold suites; raises QualityGateError when a critical expectation fails."""
+    gold = cfg.get("gold.schema")
+    gate.validate("silver_to_gold", suites.gold_reconciliation_suite(cfg), reconciliation_frame(spark, cfg), run_id)
+    gate.validate("silver_to_gold", suites.gold_logins_suite(cfg), spark.table(f"{gold}.fct_logins"), run_id)
+    transfers = spark.table(f"{gold}.fct_ownership_transfers").selectExpr(
+        "*", "old_owner_luid IS DISTINCT FROM new_owner_luid AS owner_changed"
+    )
+    gate.validate("silver_to_gold", suites.gold_ownership_suite(cfg), transfers, run_id)
+    gate.validate(
+        "silver_to_gold", suites.gold_writeback_suite(cfg), spark.table(f"{gold}.fct_writeback_changes"), run_id
+    )

@@ -1,0 +1,214 @@
+"""Gold (dbt-spark) on real silver tables: incremental = full refresh, reruns change nothing,
+facts reconcile with silver, the generated staging layer and the profile stay in step."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipelines.config import CONF_DIR, load_config
+from pipelines.generate import generate_activity_log
+from pipelines.gold.run import GoldError, dbt_vars, run_dbt
+from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
+from pipelines.jars import jar_paths
+from pipelines.refresh import run_refresh
+from pipelines.spark_session import spark_conf
+from pipelines.tables import tables
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+QUIET = {"log": lambda _m: None}
+# event-level facts: mart -> the event group (dbt_project.yml vars.event_groups) it covers
+EVENT_FACTS = {
+    "fct_logins": "logins",
+    "fct_permission_changes": "permission_changes",
+    "fct_ownership_transfers": "ownership_transfers",
+    "fct_group_membership_changes": "group_membership_changes",
+    "fct_user_lifecycle": "user_lifecycle",
+    "fct_content_access": "content_access",
+    "fct_content_lifecycle": "content_lifecycle",
+    "fct_tenant_security_changes": "tenant_security_changes",
+}
+
+
+def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
+    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
+    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
+    for layer in ("bronze", "silver", "ops", "gold"):
+        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
+    return environ
+
+
+def _move_day(generated: Path, landing: Path, day: str) -> int:
+    """Deliver one day's files (``.../d=<day>/...``) of a generated log into the landing folder."""
+    moved = 0
+    for path in sorted(generated.rglob("*.json*")):
+        if f"/d={day}/" in path.as_posix():
+            target = landing / path.relative_to(generated)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, target)
+            moved += 1
+    return moved
+
+
+def _marts(spark, schema: str) -> list[str]:
+    # tables only: not the views, nor the temporary views dbt's merges leave in the session
+    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
+
+
+def _snapshot(spark, source: str, target: str) -> list[str]:
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {target}")
+    names = _marts(spark, source)
+    for name in names:
+        spark.sql(f"CREATE OR REPLACE TABLE {target}.{name} USING delta AS SELECT * FROM {source}.{name}")
+    return names
+
+
+def _differences(spark, left: str, right: str) -> int:
+    a, b = spark.table(left), spark.table(right)
+    return a.exceptAll(b).count() + b.exceptAll(a).count()
+
+
+@pytest.fixture(scope="module")
+def gold_lake(spark, lake_dir, tmp_path_factory):
+    """Two daily deliveries: the first refreshed (gold built from nothing), then the second
+    (gold incremental). Returns the config and the first gold result."""
+    cfg = load_config("test", environ=variant_environ(lake_dir, "gold"))
+    generated = tmp_path_factory.mktemp("gold_generated")
+    generate_activity_log(generated, 2500, seed=11, days=2)
+    days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})
+    assert len(days) == 2, days
+    landing = cfg.path("paths.landing_dir")
+    assert _move_day(generated, landing, days[0]) > 0
+    first = run_refresh(spark, cfg, ["bronze", "silver", "gold"], **QUIET)
+    assert _move_day(generated, landing, days[1]) > 0
+    second = run_refresh(spark, cfg, ["bronze", "silver", "gold"], **QUIET)
+    return cfg, first, second
+
+
+def test_gold_build_runs_every_model_and_test(gold_lake):
+    _, first, second = gold_lake
+    for report in (first, second):
+        assert report.gold is not None and not report.gold.failures
+        assert report.gold.statuses.get("success", 0) >= 60  # models (staging included)
+        assert report.gold.statuses.get("pass", 0) >= 100  # data tests and unit tests
+
+
+def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spark, gold_lake):
+    cfg, _, _ = gold_lake
+    gold = cfg.get("gold.schema")
+    names = _snapshot(spark, gold, f"{gold}_incremental")
+    assert "fct_logins" in names and "dim_users" in names
+    # nothing new: an incremental run leaves every mart as it was
+    run_dbt(spark, cfg, ["run", "--quiet", "--select", "marts"])
+    for name in names:
+        assert _differences(spark, f"{gold}.{name}", f"{gold}_incremental.{name}") == 0, f"rerun changed {name}"
+    # rebuilt from nothing: the same rows as the two incremental runs gave
+    run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", "marts"])
+    for name in names:
+        assert spark.table(f"{gold}.{name}").count() == spark.table(f"{gold}_incremental.{name}").count(), name
+        assert _differences(spark, f"{gold}.{name}", f"{gold}_incremental.{name}") == 0, f"{name} differs"
+
+
+def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):
+    cfg, _, _ = gold_lake
+    t = tables(cfg)
+    gold = cfg.get("gold.schema")
+    groups = event_groups()
+    for fact, group in EVENT_FACTS.items():
+        types = [e for family in groups[group].values() for e in family]
+        silver = sum(spark.table(t.event_view(e)).count() for e in types)
+        assert silver > 0, f"the sample data should hold {group} events"
+        assert spark.table(f"{gold}.{fact}").count() == silver, fact
+    jobs = spark.sql(f"SELECT count(DISTINCT job_luid) AS n FROM {t.event_view('background_job')}").first()["n"]
+    assert spark.table(f"{gold}.fct_background_jobs").count() == jobs
+    assert spark.table(f"{gold}.fct_writeback_changes").count() == spark.table(t.writeback_audit).count()
+    # a session needs its user: legacy-edition sign-ins name none (actorUserId only)
+    logins = spark.table(t.event_view("hist_login")).where("actor_user_luid IS NOT NULL").count()
+    assert spark.table(f"{gold}.fct_sessions").count() == logins
+
+
+def test_marts_answer_the_stories_in_the_data(spark, gold_lake):
+    cfg, _, _ = gold_lake
+    gold = cfg.get("gold.schema")
+    # the generator's failed sign-in burst: 8+ failures from one foreign IP within minutes
+    bursts = spark.sql(f"SELECT * FROM {gold}.rpt_failed_login_bursts WHERE key_type = 'ip_address'").collect()
+    assert bursts and all(b["failures"] >= cfg.get("gold.failed_login_burst.failures") for b in bursts)
+    # deprecated permission events are kept and flagged
+    rows = spark.sql(f"SELECT DISTINCT event_type, is_deprecated_event FROM {gold}.fct_permission_changes").collect()
+    flags = {r["event_type"]: r["is_deprecated_event"] for r in rows}
+    assert flags.get("set_permissions") is False and flags.get("create_permissions") is True
+    # every ownership transfer names both owners
+    transfers = spark.table(f"{gold}.fct_ownership_transfers")
+    assert transfers.count() > 0
+    assert transfers.where("old_owner_luid IS NULL OR new_owner_luid IS NULL").count() == 0
+    # failing extract refreshes show up as failed jobs with their notes
+    failed = spark.sql(f"SELECT * FROM {gold}.fct_background_jobs WHERE result = 'failed'").collect()
+    assert failed and all(j["failure_notes"] for j in failed)
+    assert all(j["state_timeline"].endswith("Failed") for j in failed)
+
+
+def test_dbt_docs_generate(spark, gold_lake):
+    cfg, _, _ = gold_lake
+    run_dbt(spark, cfg, ["docs", "generate", "--quiet"])
+    catalog = json.loads((DBT_DIR / "target" / "catalog.json").read_text())
+    assert any(key.endswith(".fct_logins") for key in catalog["nodes"])
+    manifest = json.loads((DBT_DIR / "target" / "manifest.json").read_text())
+    pii = [
+        c["name"]
+        for n in manifest["nodes"].values()
+        if n["name"] == "fct_logins"
+        for c in n["columns"].values()
+        if c.get("meta", {}).get("pii")
+    ]
+    assert set(pii) == {"user_email", "ip_address", "user_agent"}
+
+
+def test_gold_without_silver_says_what_to_run(spark, lake_dir):
+    cfg = load_config("test", environ=variant_environ(lake_dir, "gold_empty"))
+    with pytest.raises(GoldError, match="run the silver layer first"):
+        run_refresh(spark, cfg, ["gold"], **QUIET)
+
+
+def test_generated_staging_is_up_to_date():
+    assert stale_files() == [], "run `auditlake gold staging` and commit the result"
+
+
+def test_every_model_has_a_primary_key_test():
+    manifest_free = []
+    for path in (DBT_DIR / "models").rglob("_*__models.yml"):
+        for model in yaml.safe_load(path.read_text())["models"]:
+            tested = [c for c in model.get("columns", []) if "primary_key" in (c.get("data_tests") or [])]
+            if not tested:
+                manifest_free.append(model["name"])
+    sql_models = {p.stem for p in (DBT_DIR / "models").rglob("*.sql")}
+    documented = {
+        m["name"] for p in (DBT_DIR / "models").rglob("_*__models.yml") for m in yaml.safe_load(p.read_text())["models"]
+    }
+    assert manifest_free == []
+    assert sql_models == documented
+
+
+def test_profile_for_plain_dbt_matches_the_pipeline_session(cfg):
+    """`dbt build` from dbt_project/ starts its own session: same JARs, extensions, catalog."""
+    profile = yaml.safe_load((DBT_DIR / "profiles.yml").read_text())["auditlake"]["outputs"]["local"]
+    params = profile["server_side_parameters"]
+    conf = spark_conf(cfg)
+    assert [Path(p).name for p in params["spark.jars"].split(",")] == [
+        p.name for p in jar_paths(cfg) if "postgresql" not in p.name
+    ]
+    for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog", "spark.sql.session.timeZone"):
+        assert params[key] == conf[key], key
+
+
+def test_dbt_var_defaults_match_conf():
+    project = yaml.safe_load((DBT_DIR / "dbt_project.yml").read_text())["vars"]
+    base = load_config("local", conf_dir=CONF_DIR, environ={})
+    for key, value in dbt_vars(base).items():
+        assert project[key] == value, key
