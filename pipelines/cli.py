@@ -6,6 +6,8 @@
     auditlake generate-writeback --out FILE [--rows N] [--seed S] [--dirty]
     auditlake refresh --layers bronze [--source DIR]
     auditlake gold staging | dbt ARGS       regenerate dbt staging models; run dbt in-process
+    auditlake sql "SELECT ..." [--format table|csv|json]
+    auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
     auditlake demo                          generate sample data, refresh every layer, summarise
     auditlake bench --layer bronze --events N
 
@@ -22,6 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.config import Config, ConfigError, load_config
+from pipelines.ops import RefreshBusyError, refresh_lock
+
+# Exit codes a scheduler can act on: 1 failed, 2 bad configuration, 75 (EX_TEMPFAIL) another
+# refresh is running, try again later.
+EXIT_BUSY = 75
 
 
 def _iso(text: str) -> datetime:
@@ -132,9 +139,10 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     source = Path(args.source) if args.source else None
     if source is not None and not source.is_dir():
         raise ConfigError(f"--source {source}: no such folder")
-    spark = build_spark(cfg)
-    run_refresh(spark, cfg, layers, source, log=_log)
-    _print_summary(spark, cfg, started)
+    with refresh_lock(cfg, wait_seconds=args.wait, log=_log):
+        spark = build_spark(cfg)
+        run_refresh(spark, cfg, layers, source, log=_log)
+        _print_summary(spark, cfg, started)
     return 0
 
 
@@ -153,6 +161,25 @@ def cmd_gold(cfg: Config, args: argparse.Namespace) -> int:
         raise ConfigError("auditlake gold dbt: give dbt's arguments, e.g. `auditlake gold dbt build`")
     result = run_dbt(build_spark(cfg), cfg, args.dbt_args, raise_on_failure=False)
     return 1 if result.failures else 0
+
+
+def cmd_sql(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.query import format_rows, run_query
+    from pipelines.spark_session import build_spark
+
+    columns, rows, truncated = run_query(build_spark(cfg), args.query, args.limit)
+    sys.stdout.write(format_rows(columns, rows, args.format))
+    if truncated:
+        print(f"auditlake sql: output cut at --limit {args.limit} rows", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.serve import serve_forever
+    from pipelines.spark_session import build_spark
+
+    serve_forever(build_spark(cfg), cfg, log=_log)
+    return 0
 
 
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
@@ -209,9 +236,10 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
             cfg.get("generate.days"),
             dirty=True,
         )
-    spark = build_spark(cfg)
-    run_refresh(spark, cfg, list(LAYERS), None, log=_log)
-    _print_summary(spark, cfg, started)
+    with refresh_lock(cfg, log=_log):
+        spark = build_spark(cfg)
+        run_refresh(spark, cfg, list(LAYERS), None, log=_log)
+        _print_summary(spark, cfg, started)
     return 0
 
 
@@ -258,7 +286,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--layers", default="bronze,silver,gold", help="comma-separated layers (default: bronze,silver,gold)"
     )
     p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
+    p.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS",
+        help="if another refresh is running, wait up to this long for it (default: exit at once, code 75)",
+    )
     p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("serve", help="start the Spark Thrift Server (JDBC/ODBC) over the lakehouse")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("sql", help="run one SQL query on the lakehouse and print the result")
+    p.add_argument("query")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--limit", type=_positive, default=1000, help="print at most this many rows (default 1000)")
+    p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("gold", help="gold (dbt): `staging` rewrites the generated staging models; `dbt ARGS` runs dbt")
     p.add_argument("action", choices=["staging", "dbt"])
@@ -291,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"auditlake: configuration error: {exc}", file=sys.stderr)
         return 2
+    except RefreshBusyError as exc:
+        print(f"auditlake: {exc}", file=sys.stderr)
+        return EXIT_BUSY
     except (ValueError, RuntimeError) as exc:
         print(f"auditlake: error: {exc}", file=sys.stderr)
         return 1

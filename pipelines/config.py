@@ -39,6 +39,8 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "bronze.max_files_per_trigger": (int,),
     "silver.schema": (str,),
     "ops.schema": (str,),
+    "serve.host": (str,),
+    "serve.port": (int,),
     "gold.schema": (str,),
     "gold.failed_login_burst.failures": (int,),
     "gold.failed_login_burst.window_minutes": (int,),

@@ -12,8 +12,9 @@ from pyspark.sql import SparkSession
 
 from pipelines import bronze
 from pipelines.config import Config
-from pipelines.gold.checks import validate_gold
+from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.run import GoldError, GoldResult, build_gold
+from pipelines.ops import LayerRun, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.silver import promote
 from pipelines.tables import tables
@@ -39,6 +40,7 @@ class RefreshReport:
     # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
     writeback: dict[str, object] = field(default_factory=dict)
     gold: GoldResult | None = None
+    runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
 
 
 def parse_layers(text: str) -> list[str]:
@@ -55,45 +57,92 @@ def run_refresh(
 ) -> RefreshReport:
     report = RefreshReport(new_run_id(), layers)
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
-    if "bronze" in layers:
-        started = time.monotonic()
-        report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
-        report.seconds["bronze"] = time.monotonic() - started
-        started = time.monotonic()
-        report.writeback["bronze"] = writeback_bronze.land_writeback(spark, cfg, report.run_id, log=log)
-        report.seconds["writeback_bronze"] = time.monotonic() - started
-    if "silver" in layers:
-        started = time.monotonic()
-        gate = QualityGate(spark, cfg, log=log) if cfg.get("quality.enabled") else None
-        try:
-            report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
-        finally:
-            if gate is not None:  # the report is built also (above all) when a gate stopped the run
-                report.data_docs = gate.build_data_docs()
-                failed = sum(not o.success for o in gate.outcomes)
-                log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; "
-                    f"Data Docs: {report.data_docs}")
-        report.seconds["silver"] = time.monotonic() - started
-        started = time.monotonic()
-        report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
-        report.seconds["writeback_silver"] = time.monotonic() - started
-    if "gold" in layers:
-        started = time.monotonic()
-        _require_silver(spark, cfg)
-        report.gold = build_gold(spark, cfg, log=log)
-        if cfg.get("quality.enabled"):
-            gate = QualityGate(spark, cfg, log=log)
-            try:
-                validate_gold(spark, cfg, gate, report.run_id)
-            finally:
-                report.data_docs = gate.build_data_docs()
-                failed = sum(not o.success for o in gate.outcomes)
-                log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
-        report.seconds["gold"] = time.monotonic() - started
+    steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
+    for layer in layers:
+        _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)
+    log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
         raise WritebackSourceError("; ".join(writeback_errors))
     return report
+
+
+def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:
+    """Run one layer and append its row to ops.refresh_runs, also (above all) when it fails."""
+    started_at, started = datetime.now(UTC), time.monotonic()
+    try:
+        step()
+    except BaseException as exc:
+        run = LayerRun(report.run_id, layer, "failed", started_at, datetime.now(UTC), time.monotonic() - started,
+                       detail=f"{type(exc).__name__}: {exc}"[:4000])
+        _record(spark, cfg, report, run, log)
+        raise
+    run = LayerRun(report.run_id, layer, "succeeded", started_at, datetime.now(UTC), time.monotonic() - started,
+                   **_layer_figures(spark, cfg, report, layer))
+    report.seconds[layer] = run.seconds
+    _record(spark, cfg, report, run, log)
+    log(f"{layer}: {run.rows_in} rows in, {run.rows_out} out, {run.quarantined} quarantined, "
+        f"{run.duplicates} duplicates, {run.seconds:.1f}s{'; ' + run.detail if run.detail else ''}")
+
+
+def _record(spark: SparkSession, cfg: Config, report: RefreshReport, run: LayerRun, log) -> None:
+    report.runs.append(run)
+    try:
+        record_layer_run(spark, cfg, run)
+    except Exception as exc:  # the run log must never hide what happened to the data
+        log(f"refresh: could not write the run log row for {run.layer}: {exc}")
+
+
+def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str) -> dict:
+    if layer == "bronze":
+        landed = sum(r.rows_landed for r in report.bronze)
+        writeback = getattr(report.writeback.get("bronze"), "rows_landed", 0)
+        files = sum(r.files_landed for r in report.bronze)
+        flagged = sum(r.malformed_rows for r in report.bronze)
+        return {"rows_in": landed + writeback, "rows_out": landed + writeback,
+                "detail": f"{files} files; {flagged} lines not JSON (kept, flagged); {writeback} write-back rows"}
+    if layer == "silver":
+        wb = report.writeback.get("silver")
+        return {
+            "rows_in": sum(p.bronze_rows for p in report.silver) + getattr(wb, "bronze_rows", 0),
+            "rows_out": sum(p.inserted for p in report.silver) + getattr(wb, "inserted", 0),
+            "quarantined": sum(p.quarantined for p in report.silver) + getattr(wb, "quarantined", 0),
+            "duplicates": sum(p.duplicates for p in report.silver),
+        }
+    figures = reconciliation_frame(spark, cfg).agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.gold.statuses.items())) if report.gold else ""
+    return {"rows_in": figures[0] or 0, "rows_out": figures[1] or 0,
+            "detail": f"event-level marts vs the silver rows they cover; dbt: {statuses}"}
+
+
+def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
+    report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
+    report.writeback["bronze"] = writeback_bronze.land_writeback(spark, cfg, report.run_id, log=log)
+
+
+def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
+    gate = QualityGate(spark, cfg, log=log) if cfg.get("quality.enabled") else None
+    try:
+        report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
+    finally:
+        if gate is not None:  # the report is built also (above all) when a gate stopped the run
+            report.data_docs = gate.build_data_docs()
+            failed = sum(not o.success for o in gate.outcomes)
+            log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; Data Docs: {report.data_docs}")
+    report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
+
+
+def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
+    _require_silver(spark, cfg)
+    report.gold = build_gold(spark, cfg, log=log)
+    if cfg.get("quality.enabled"):
+        gate = QualityGate(spark, cfg, log=log)
+        try:
+            validate_gold(spark, cfg, gate, report.run_id)
+        finally:
+            report.data_docs = gate.build_data_docs()
+            failed = sum(not o.success for o in gate.outcomes)
+            log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
 
 
 def _require_silver(spark: SparkSession, cfg: Config) -> None:

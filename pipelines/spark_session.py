@@ -25,6 +25,9 @@ def spark_conf(cfg: Config) -> dict[str, str]:
     metastore = cfg.metastore_dir
     conf = {
         "spark.jars": ",".join(str(p) for p in jar_paths(cfg)),
+        # also on the driver's own classpath: the Thrift server's sessions resolve the Delta
+        # catalog through the system class loader, which does not see spark.jars
+        "spark.driver.extraClassPath": ":".join(str(p) for p in jar_paths(cfg)),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(cfg.warehouse_dir),

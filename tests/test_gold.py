@@ -174,6 +174,10 @@ def test_gold_without_silver_says_what_to_run(spark, lake_dir):
     cfg = load_config("test", environ=variant_environ(lake_dir, "gold_empty"))
     with pytest.raises(GoldError, match="run the silver layer first"):
         run_refresh(spark, cfg, ["gold"], **QUIET)
+    # the failure is in the run log, for whoever schedules the refresh
+    logged = spark.table(f"{cfg.get('ops.schema')}.refresh_runs").collect()
+    assert [(r["layer"], r["status"]) for r in logged] == [("gold", "failed")]
+    assert "run the silver layer first" in logged[0]["detail"]
 
 
 def test_generated_staging_is_up_to_date():
@@ -212,3 +216,49 @@ def test_dbt_var_defaults_match_conf():
     base = load_config("local", conf_dir=CONF_DIR, environ={})
     for key, value in dbt_vars(base).items():
         assert project[key] == value, key
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_gold_marts_through_the_thrift_server_with_beeline(spark, gold_lake):
+    """A real JDBC client (beeline, shipped with PySpark) on the Spark Thrift Server, as a BI tool would."""
+    import subprocess
+
+    import pyspark
+
+    from pipelines.serve import start_thrift_server
+
+    cfg, _, _ = gold_lake
+    gold = cfg.get("gold.schema")
+    query = f"SELECT outcome, count(*) AS n FROM {gold}.fct_logins GROUP BY outcome ORDER BY outcome"
+    port = _free_port()
+    server = start_thrift_server(spark, cfg, port=port)
+    try:
+        spark_home = Path(pyspark.__file__).parent
+        proc = subprocess.run(
+            [str(spark_home / "bin" / "beeline"), "-u", f"jdbc:hive2://127.0.0.1:{port}/default",
+             "--outputformat=csv2", "--silent=true", "-e", query],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_HOME": str(spark_home)},
+        )
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # csv2 lines; the first may follow beeline's prompt ("0: jdbc:hive2://...> outcome,n")
+    lines = [line.split("> ")[-1] for line in proc.stdout.splitlines() if "," in line]
+    expected = [f"{r['outcome']},{r['n']}" for r in spark.sql(query).collect()]
+    assert lines == ["outcome,n", *expected]
+
+
+def test_sql_command_query(spark, gold_lake):
+    from pipelines.query import format_rows, run_query
+
+    cfg, _, _ = gold_lake
+    columns, rows, truncated = run_query(spark, f"SELECT event_id FROM {cfg.get('gold.schema')}.fct_logins", 5)
+    assert columns == ["event_id"] and len(rows) == 5 and truncated
+    assert format_rows(columns, rows, "csv").count("\n") == 6

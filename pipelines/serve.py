@@ -1,0 +1,42 @@
+"""`auditlake serve`: the Spark Thrift Server (HiveThriftServer2, shipped with PySpark) over the
+lakehouse, for JDBC/ODBC clients: beeline, BI tools, Tableau's Spark SQL connector.
+
+The server runs inside the lakehouse's own SparkSession (``startWithContext``), so it sees the
+same Delta catalog, warehouse and metastore as the refresh. With the embedded Derby metastore
+it holds the metastore while it runs: stop it before a refresh (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import Config
+
+
+def jdbc_url(cfg: Config) -> str:
+    return f"jdbc:hive2://{cfg.get('serve.host')}:{cfg.get('serve.port')}/default"
+
+
+def start_thrift_server(spark: SparkSession, cfg: Config, port: int | None = None):
+    """Start HiveThriftServer2 in this session's JVM; returns the server (call ``.stop()``)."""
+    spark.conf.set("hive.server2.thrift.bind.host", cfg.get("serve.host"))
+    spark.conf.set("hive.server2.thrift.port", str(port or cfg.get("serve.port")))
+    server_class = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    return server_class.startWithContext(spark._jsparkSession.sqlContext())
+
+
+def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:
+    """Serve until SIGINT / SIGTERM, then stop the server and the session."""
+    server = start_thrift_server(spark, cfg)
+    log(f"serve: Spark Thrift Server listening on {jdbc_url(cfg)} (Ctrl-C to stop)")
+    log(f"serve: try  beeline -u {jdbc_url(cfg)} -e 'SHOW TABLES IN {cfg.get('gold.schema')}'")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    log("serve: stopping")
+    server.stop()
+    spark.stop()
