@@ -39,6 +39,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "bronze.max_files_per_trigger": (int,),
     "silver.schema": (str,),
     "ops.schema": (str,),
+    "metastore.kind": (str,),
     "serve.host": (str,),
     "serve.port": (int,),
     "gold.schema": (str,),

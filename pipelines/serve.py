@@ -40,3 +40,24 @@ def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:
     log("serve: stopping")
     server.stop()
     spark.stop()
+
+
+def beeline_rows(url: str, query: str, timeout: float = 300) -> list[list[str]]:
+    """Run ``query`` with the beeline JDBC client shipped with PySpark; the CSV rows, header first."""
+    import csv
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    proc = subprocess.run(
+        [str(spark_home / "bin" / "beeline"), "-u", url, "--outputformat=csv2", "--silent=true", "-e", query],
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, "SPARK_HOME": str(spark_home)},
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"beeline failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    # beeline echoes its prompt before the first line: "0: jdbc:hive2://...> header"
+    lines = [line.split("> ", 1)[-1] if line.startswith("0: jdbc:") else line for line in proc.stdout.splitlines()]
+    return [row for row in csv.reader(line for line in lines if line.strip())]

@@ -48,8 +48,37 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
         "spark.ui.showConsoleProgress": "false",
     }
+    conf.update(metastore_conf(cfg))
     conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
     return conf
+
+
+def metastore_conf(cfg: Config) -> dict[str, str]:
+    """The Hive metastore's connection: embedded Derby (default) or a shared PostgreSQL database."""
+    kind = cfg.get("metastore.kind")
+    if kind == "derby":
+        return {}
+    if kind != "postgresql":
+        raise ValueError(f"metastore.kind must be derby or postgresql, got {kind!r}")
+    pg = cfg.get("metastore.postgresql")
+    password = os.environ.get(pg["password_env"])
+    if password is None:
+        raise RuntimeError(f"metastore.kind is postgresql: set the environment variable {pg['password_env']} "
+                           f"to the password of {pg['user']}@{pg['host']}:{pg['port']}/{pg['database']}")
+    return {
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:postgresql://{pg['host']}:{pg['port']}/{pg['database']}",
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": pg["user"],
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": password,
+        # The metastore's own tables are created on first use (Hive 2.3 schema, no schematool run),
+        # without foreign keys: adding one to TBLS while the same process holds a row lock on it
+        # (creating a table) makes PostgreSQL wait forever.
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "false",
+        "spark.hadoop.datanucleus.schema.autoCreateTables": "true",
+        "spark.hadoop.datanucleus.schema.autoCreateColumns": "true",
+        "spark.hadoop.datanucleus.schema.autoCreateConstraints": "false",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+    }
 
 
 def build_spark(cfg: Config) -> SparkSession:

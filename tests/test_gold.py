@@ -228,11 +228,7 @@ def _free_port() -> int:
 
 def test_gold_marts_through_the_thrift_server_with_beeline(spark, gold_lake):
     """A real JDBC client (beeline, shipped with PySpark) on the Spark Thrift Server, as a BI tool would."""
-    import subprocess
-
-    import pyspark
-
-    from pipelines.serve import start_thrift_server
+    from pipelines.serve import beeline_rows, start_thrift_server
 
     cfg, _, _ = gold_lake
     gold = cfg.get("gold.schema")
@@ -240,19 +236,11 @@ def test_gold_marts_through_the_thrift_server_with_beeline(spark, gold_lake):
     port = _free_port()
     server = start_thrift_server(spark, cfg, port=port)
     try:
-        spark_home = Path(pyspark.__file__).parent
-        proc = subprocess.run(
-            [str(spark_home / "bin" / "beeline"), "-u", f"jdbc:hive2://127.0.0.1:{port}/default",
-             "--outputformat=csv2", "--silent=true", "-e", query],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_HOME": str(spark_home)},
-        )
+        rows = beeline_rows(f"jdbc:hive2://127.0.0.1:{port}/default", query)
     finally:
         server.stop()
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    # csv2 lines; the first may follow beeline's prompt ("0: jdbc:hive2://...> outcome,n")
-    lines = [line.split("> ")[-1] for line in proc.stdout.splitlines() if "," in line]
-    expected = [f"{r['outcome']},{r['n']}" for r in spark.sql(query).collect()]
-    assert lines == ["outcome,n", *expected]
+    expected = [[r["outcome"], str(r["n"])] for r in spark.sql(query).collect()]
+    assert rows == [["outcome", "n"], *expected]
 
 
 def test_sql_command_query(spark, gold_lake):
