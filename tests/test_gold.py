@@ -4,15 +4,16 @@ facts reconcile with silver, the generated staging layer and the profile stay in
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from lake import variant_environ
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.generate import generate_activity_log
+from pipelines.gold.checks import EVENT_MARTS
 from pipelines.gold.run import GoldError, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
 from pipelines.jars import jar_paths
@@ -22,27 +23,6 @@ from pipelines.tables import tables
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
-# event-level facts: mart -> the event group (dbt_project.yml vars.event_groups) it covers
-EVENT_FACTS = {
-    "fct_logins": "logins",
-    "fct_permission_changes": "permission_changes",
-    "fct_ownership_transfers": "ownership_transfers",
-    "fct_group_membership_changes": "group_membership_changes",
-    "fct_user_lifecycle": "user_lifecycle",
-    "fct_content_access": "content_access",
-    "fct_content_lifecycle": "content_lifecycle",
-    "fct_tenant_security_changes": "tenant_security_changes",
-}
-
-
-def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
-    environ = dict(os.environ)
-    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
-    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
-    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
-    for layer in ("bronze", "silver", "ops", "gold"):
-        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    return environ
 
 
 def _move_day(generated: Path, landing: Path, day: str) -> int:
@@ -121,7 +101,7 @@ def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):
     t = tables(cfg)
     gold = cfg.get("gold.schema")
     groups = event_groups()
-    for fact, group in EVENT_FACTS.items():
+    for fact, group in EVENT_MARTS.items():
         types = [e for family in groups[group].values() for e in family]
         silver = sum(spark.table(t.event_view(e)).count() for e in types)
         assert silver > 0, f"the sample data should hold {group} events"

@@ -11,6 +11,7 @@ import time
 from datetime import datetime
 
 import pytest
+from lake import variant_environ
 
 from pipelines.config import load_config
 from pipelines.generate import generate_activity_log
@@ -21,18 +22,8 @@ from pipelines.refresh import run_refresh
 QUIET = {"log": lambda _m: None}
 
 
-def _environ(lake_dir, name: str) -> dict[str, str]:
-    environ = dict(os.environ)
-    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
-    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
-    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
-    for layer in ("bronze", "silver", "ops", "gold"):
-        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    return environ
-
-
 def test_a_second_refresh_exits_at_once_naming_the_running_one(lake_dir):
-    environ = _environ(lake_dir, "ops_lock")
+    environ = variant_environ(lake_dir, "ops_lock")
     cfg = load_config("test", environ=environ)
     with refresh_lock(cfg, **QUIET):
         started = time.monotonic()
@@ -47,7 +38,7 @@ def test_a_second_refresh_exits_at_once_naming_the_running_one(lake_dir):
 
 
 def test_wait_gives_up_after_the_timeout_and_the_lock_is_free_afterwards(lake_dir):
-    cfg = load_config("test", environ=_environ(lake_dir, "ops_wait"))
+    cfg = load_config("test", environ=variant_environ(lake_dir, "ops_wait"))
     with refresh_lock(cfg, **QUIET):
         started = time.monotonic()
         with pytest.raises(RefreshBusyError, match="--wait"):
@@ -59,7 +50,7 @@ def test_wait_gives_up_after_the_timeout_and_the_lock_is_free_afterwards(lake_di
 
 
 def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
-    environ = _environ(lake_dir, "ops_kill")
+    environ = variant_environ(lake_dir, "ops_kill")
     cfg = load_config("test", environ=environ)
     holder = subprocess.Popen(
         [sys.executable, "-c",
@@ -82,7 +73,7 @@ def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
 
 @pytest.mark.integration
 def test_every_layer_run_is_logged_with_its_figures(spark, lake_dir):
-    cfg = load_config("test", environ=_environ(lake_dir, "ops_log"))
+    cfg = load_config("test", environ=variant_environ(lake_dir, "ops_log"))
     generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=5, days=1)
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
     rows = {r["layer"]: r for r in spark.table(f"{cfg.get('ops.schema')}.refresh_runs").collect()}

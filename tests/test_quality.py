@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
+from lake import variant_environ
 from pyspark.sql import functions as F
 
 from pipelines.config import load_config
@@ -21,16 +20,6 @@ from pipelines.tables import tables
 
 pytestmark = pytest.mark.integration
 QUIET = {"log": lambda _m: None}
-
-
-def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
-    environ = dict(os.environ)
-    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
-    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
-    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
-    for layer in ("bronze", "silver", "ops"):
-        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    return environ
 
 
 @pytest.fixture(scope="module")
