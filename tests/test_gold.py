@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lake import variant_environ
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.generate import generate_activity_log
@@ -20,6 +19,7 @@ from pipelines.jars import jar_paths
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
+from tests.lake import variant_environ
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUIET = {"log": lambda _m: None}

@@ -11,13 +11,13 @@ import time
 from datetime import datetime
 
 import pytest
-from lake import variant_environ
 
 from pipelines.config import load_config
 from pipelines.generate import generate_activity_log
 from pipelines.ops import LOCK_FILE, RefreshBusyError, refresh_lock
 from pipelines.query import format_rows
 from pipelines.refresh import run_refresh
+from tests.lake import variant_environ
 
 QUIET = {"log": lambda _m: None}
 

@@ -7,7 +7,6 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
-from lake import variant_environ
 from pyspark.sql import functions as F
 
 from pipelines.config import load_config
@@ -17,6 +16,7 @@ from pipelines.quality.gate import QualityGate, QualityGateError
 from pipelines.quality.suites import silver_batch_suite, silver_events_suite
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
+from tests.lake import variant_environ
 
 pytestmark = pytest.mark.integration
 QUIET = {"log": lambda _m: None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -40,9 +41,7 @@ def dbt_vars(cfg: Config) -> dict:
 
 def run_dbt(spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True) -> GoldResult:
     """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session)."""
-    import time
-
-    from dbt.cli.main import dbtRunner
+    from dbt.cli.main import dbtRunner  # heavy: only when gold runs
 
     assert SparkSession.getActiveSession() is spark or SparkSession.getActiveSession() is None
     env = {"AUDITLAKE_DBT_TARGET": "pipeline", "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema")}
