@@ -9,7 +9,9 @@ it holds the metastore while it runs: stop it before a refresh (docs/operations.
 from __future__ import annotations
 
 import signal
+import socket
 import threading
+import time
 
 from pyspark.sql import SparkSession
 
@@ -20,12 +22,25 @@ def jdbc_url(cfg: Config) -> str:
     return f"jdbc:hive2://{cfg.get('serve.host')}:{cfg.get('serve.port')}/default"
 
 
-def start_thrift_server(spark: SparkSession, cfg: Config, port: int | None = None):
-    """Start HiveThriftServer2 in this session's JVM; returns the server (call ``.stop()``)."""
-    spark.conf.set("hive.server2.thrift.bind.host", cfg.get("serve.host"))
-    spark.conf.set("hive.server2.thrift.port", str(port or cfg.get("serve.port")))
+def start_thrift_server(spark: SparkSession, cfg: Config, timeout: float = 120):
+    """Start HiveThriftServer2 in this session's JVM and wait until it accepts connections;
+    returns the server (call ``.stop()``). Host and port are part of the session's configuration
+    (``serve.host``, ``serve.port``, set by ``spark_session``): the server reads them from the
+    session's Hive client, which is fixed when the session first touches the metastore."""
+    host, port = cfg.get("serve.host"), cfg.get("serve.port")
     server_class = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    return server_class.startWithContext(spark._jsparkSession.sqlContext())
+    server = server_class.startWithContext(spark._jsparkSession.sqlContext())
+    # the listener starts on a thread of its own, after startWithContext returns
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return server
+        except OSError:
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"the Thrift server did not listen on {host}:{port} within {timeout:.0f}s") from None
+            time.sleep(0.5)
 
 
 def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:

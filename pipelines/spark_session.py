@@ -47,6 +47,9 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # the bronze benchmark, see docs/performance.md).
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
         "spark.ui.showConsoleProgress": "false",
+        # where `auditlake serve` listens (read once, when the session's Hive client is made)
+        "spark.hadoop.hive.server2.thrift.bind.host": cfg.get("serve.host"),
+        "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.port")),
     }
     conf.update(metastore_conf(cfg))
     conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})

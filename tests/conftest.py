@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import load_config
+from pipelines.writeback.pg_server import free_port
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -22,6 +23,8 @@ def cfg(lake_dir):
     environ = dict(os.environ)
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / "landing")
+    # the Thrift server's port is part of the session's configuration: a free one per test run
+    environ["AUDITLAKE__SERVE__PORT"] = str(free_port())
     return load_config("test", environ=environ)
 
 

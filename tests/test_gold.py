@@ -198,25 +198,15 @@ def test_dbt_var_defaults_match_conf():
         assert project[key] == value, key
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_gold_marts_through_the_thrift_server_with_beeline(spark, gold_lake):
+def test_gold_marts_through_the_thrift_server_with_beeline(spark, cfg, gold_lake):
     """A real JDBC client (beeline, shipped with PySpark) on the Spark Thrift Server, as a BI tool would."""
-    from pipelines.serve import beeline_rows, start_thrift_server
+    from pipelines.serve import beeline_rows, jdbc_url, start_thrift_server
 
-    cfg, _, _ = gold_lake
-    gold = cfg.get("gold.schema")
+    gold = gold_lake[0].get("gold.schema")
     query = f"SELECT outcome, count(*) AS n FROM {gold}.fct_logins GROUP BY outcome ORDER BY outcome"
-    port = _free_port()
-    server = start_thrift_server(spark, cfg, port=port)
+    server = start_thrift_server(spark, cfg)  # the session's configuration says where it listens
     try:
-        rows = beeline_rows(f"jdbc:hive2://127.0.0.1:{port}/default", query)
+        rows = beeline_rows(jdbc_url(cfg), query)
     finally:
         server.stop()
     expected = [[r["outcome"], str(r["n"])] for r in spark.sql(query).collect()]
