@@ -36,7 +36,6 @@ class RefreshReport:
     bronze: list[bronze.LandingResult] = field(default_factory=list)
     silver: list[promote.PromotionResult] = field(default_factory=list)
     data_docs: Path | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
     # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
     writeback: dict[str, object] = field(default_factory=dict)
     gold: GoldResult | None = None
@@ -79,7 +78,6 @@ def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: s
         raise
     run = LayerRun(report.run_id, layer, "succeeded", started_at, datetime.now(UTC), time.monotonic() - started,
                    **_layer_figures(spark, cfg, report, layer))
-    report.seconds[layer] = run.seconds
     _record(spark, cfg, report, run, log)
     log(f"{layer}: {run.rows_in} rows in, {run.rows_out} out, {run.quarantined} quarantined, "
         f"{run.duplicates} duplicates, {run.seconds:.1f}s{'; ' + run.detail if run.detail else ''}")
