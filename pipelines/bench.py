@@ -18,23 +18,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines import bronze
-from pipelines.config import Config, load_config
+from pipelines.config import LAYER_SCHEMAS, Config, load_config, variant_environ
 from pipelines.refresh import new_run_id
 
 
 def _bench_cfg(cfg: Config, root: Path) -> Config:
-    """Same settings, but checkpoints and tables of their own (never the real lakehouse's)."""
-    environ = dict(os.environ)
-    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(root / "lake")
-    for layer in ("bronze", "silver", "ops"):
-        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"bench_{layer}"
-    return load_config(cfg.env, environ=environ)
+    """Same settings, but a lakehouse of its own (never the real one's tables or checkpoints)."""
+    return load_config(cfg.env, environ=variant_environ(root / "lake", "bench"))
 
 
 def _fresh_lake(spark, bcfg: Config) -> None:
     shutil.rmtree(bcfg.data_dir, ignore_errors=True)
-    for layer in ("bronze", "silver", "ops"):
-        spark.sql(f"DROP DATABASE IF EXISTS {bcfg.get(layer + '.schema')} CASCADE")
+    gold = bcfg.get("gold.schema")
+    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [f"{gold}_staging"]:
+        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
 
 
 def _dataset(cfg: Config, events: int, log) -> tuple[Path, dict]:
@@ -284,8 +281,119 @@ def render_silver(fig: dict, cfg: Config) -> str:
     )
 
 
-def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, log=print) -> dict:
-    if layer == "bronze":
+_HOUR = re.compile(r"/y=(\d{4})/m=(\d{2})/d=(\d{2})/h=(\d{2})/")
+
+
+def delivery_batches(landing: Path, batches: int) -> list[list[Path]]:
+    """The data set's files cut into ``batches`` deliveries of consecutive hours (as Tableau
+    delivers them: each batch is newer activity than the one before)."""
+    by_hour: dict[tuple, list[Path]] = {}
+    for path in landing.rglob("*"):
+        if path.is_file():
+            match = _HOUR.search(path.as_posix())
+            by_hour.setdefault(match.groups() if match else ("",), []).append(path)
+    hours = sorted(by_hour)
+    if len(hours) < batches:
+        raise ValueError(f"{len(hours)} hours of activity cannot make {batches} batches")
+    cuts = [round(i * len(hours) / batches) for i in range(batches + 1)]
+    return [sorted(p for h in hours[cuts[i] : cuts[i + 1]] for p in by_hour[h]) for i in range(batches)]
+
+
+def _deliver(files: list[Path], source: Path, landing: Path) -> None:
+    for path in files:
+        target = landing / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)  # the data set stays whole for the next run
+        except OSError:
+            shutil.copy2(path, target)
+
+
+def bench_all(cfg: Config, events: int, batches: int, log) -> dict:
+    """End-to-end ``auditlake refresh`` (every layer, gates included) per delivery as history grows."""
+    from pipelines.refresh import LAYERS, run_refresh
+    from pipelines.spark_session import build_spark
+
+    dataset, data = _dataset(cfg, events, log)
+    bcfg = _bench_cfg(cfg, dataset.parent)
+    spark = build_spark(cfg)
+    _fresh_lake(spark, bcfg)
+    landing = bcfg.path("paths.landing_dir")
+    rows = []
+    for number, files in enumerate(delivery_batches(dataset, batches), start=1):
+        _deliver(files, dataset, landing)
+        log(f"bench: batch {number}/{batches}: {len(files)} files delivered, refreshing every layer")
+        report, seconds = _timed(lambda: run_refresh(spark, bcfg, list(LAYERS), log=lambda _m: None))
+        layer = {r.layer: r for r in report.runs}
+        history = sum(r["rows_out"] for r in rows) + layer["silver"].rows_out
+        rows.append(
+            {
+                "batch": number,
+                "files": len(files),
+                "rows_in": layer["bronze"].rows_in,
+                "rows_out": layer["silver"].rows_out,
+                "history": history,
+                "seconds": {name: run.seconds for name, run in layer.items()},
+                "total_s": seconds,
+            }
+        )
+        log(f"bench: batch {number}/{batches}: {layer['silver'].rows_out} new events ({history} in silver) in "
+            f"{seconds:.1f}s (" + ", ".join(f"{n} {r.seconds:.1f}s" for n, r in layer.items()) + ")")
+    incremental = rows[1:]
+    return {
+        "events": events,
+        "files": data["files"],
+        "megabytes": data["bytes"] / 1e6,
+        "batches": rows,
+        "flatness": incremental[-1]["total_s"] / incremental[0]["total_s"] if len(incremental) > 1 else float("nan"),
+        "slope": _slope([r["history"] for r in incremental], [r["total_s"] for r in incremental]),
+    }
+
+
+def _slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares seconds per event of history (0 when there are too few points)."""
+    if len(xs) < 2:
+        return 0.0
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+
+
+def render_all(fig: dict, cfg: Config) -> str:
+    lines = [
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}, Spark master "
+        f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}.",
+        "",
+        f"Data: {fig['events']:,} generated events ({fig['files']:,} files, {fig['megabytes']:.0f} MB, 7 days), "
+        f"delivered in {len(fig['batches'])} batches of consecutive hours; after each delivery one "
+        "`auditlake refresh` (bronze, gate, silver, gate, gold = dbt build of every model and test, gate).",
+        "",
+        "| batch | rows landed in bronze | new silver rows | silver rows in total | bronze s | silver s | gold s "
+        "| refresh s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in fig["batches"]:
+        sec = r["seconds"]
+        lines.append(
+            f"| {r['batch']} | {r['rows_in']:,} | {r['rows_out']:,} | {r['history']:,} | {sec.get('bronze', 0):.1f} "
+            f"| {sec.get('silver', 0):.1f} | {sec.get('gold', 0):.1f} | **{r['total_s']:.1f}** |"
+        )
+    lines += [
+        "",
+        f"Last incremental batch / first incremental batch (batch {len(fig['batches'])} / batch 2): "
+        f"**{fig['flatness']:.2f}x** (flat = 1.0; batch 1 builds everything from nothing). "
+        f"Least-squares growth over batches 2..{len(fig['batches'])}: "
+        f"**{fig['slope'] * 100_000:+.1f} s per 100,000 rows of history**.",
+    ]
+    return "\n".join(lines)
+
+
+def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print) -> dict:
+    if layer == "all":
+        figures = bench_all(cfg, events, batches, log)
+        write_section(out_doc, "all", render_all(figures, cfg))
+        log(f"bench: last / first incremental refresh {figures['flatness']:.2f}x")
+    elif layer == "bronze":
         figures = bench_bronze(cfg, events, log)
         write_section(out_doc, "bronze", render_bronze(figures, cfg))
     elif layer == "silver":

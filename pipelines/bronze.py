@@ -18,6 +18,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import storage
 from pipelines.config import Config
 from pipelines.tables import tables
 
@@ -49,19 +50,20 @@ def bronze_table(cfg: Config, family: str) -> str:
     return tables(cfg).bronze_raw(family)
 
 
-def checkpoint_path(cfg: Config, family: str) -> Path:
-    return cfg.checkpoint_dir / f"bronze_{family}"
+def checkpoint_path(cfg: Config, family: str) -> str:
+    return storage.join(cfg.checkpoint_dir, f"bronze_{family}")
 
 
-def landing_path(cfg: Config, family: str, source_dir: Path | None = None) -> Path:
-    root = Path(source_dir) if source_dir is not None else cfg.path("paths.landing_dir")
-    return root / family
+def landing_path(cfg: Config, family: str, source_dir: Path | str | None = None) -> str:
+    """``<landing>/<family>``: a local path or a URI (object storage)."""
+    root = str(source_dir) if source_dir is not None else cfg.landing_dir
+    return storage.join(root, family)
 
 
 def _unquote_path(col: Column) -> Column:
     # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
     # local form for lineage. '+' is protected first because url_decode reads it as a space.
-    return F.regexp_replace(F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B"))), r"^file:", "")
+    return F.regexp_replace(F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B"))), r"^file:(//)?", "")
 
 
 def to_bronze_rows(raw: DataFrame, family: str, run_id: str) -> DataFrame:
@@ -142,7 +144,7 @@ def land_family(
     """Land every not-yet-landed file of one source into its bronze table."""
     table = bronze_table(cfg, family)
     path = landing_path(cfg, family, source_dir)
-    if not path.is_dir():
+    if not storage.is_dir(spark, path):
         return LandingResult(family, table, 0, 0, 0, skipped_reason=f"no landing folder {path}")
     ensure_schema(spark, cfg.get("bronze.schema"))
     raw = read_landing_stream(spark, path, cfg.get("bronze.max_files_per_trigger"))
@@ -150,7 +152,7 @@ def land_family(
         to_bronze_rows(raw, family, run_id)
         .writeStream.format("delta")
         .outputMode("append")
-        .option("checkpointLocation", str(checkpoint_path(cfg, family)))
+        .option("checkpointLocation", checkpoint_path(cfg, family))
         .queryName(f"bronze_{family}")
         .trigger(availableNow=True)
         .toTable(table)

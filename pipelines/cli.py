@@ -8,8 +8,9 @@
     auditlake gold staging | dbt ARGS       regenerate dbt staging models; run dbt in-process
     auditlake sql "SELECT ..." [--format table|csv|json]
     auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
+    auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
     auditlake demo                          generate sample data, refresh every layer, summarise
-    auditlake bench --layer bronze --events N
+    auditlake bench --layer bronze|silver|all --events N [--batches B]
 
 Global: ``--env NAME`` (default $AUDITLAKE_ENV or ``local``).
 """
@@ -243,10 +244,30 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cluster(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.standalone import Standalone
+
+    cluster = Standalone.from_config(cfg)
+    if args.action == "start":
+        cluster.start(log=_log)
+        _log(f"cluster: up; run `auditlake --env cluster refresh` (spark.master {cluster.master_url}), "
+             "then `auditlake cluster stop`")
+    elif args.action == "stop":
+        cluster.stop(log=_log)
+    else:
+        state = cluster.state()
+        running = cluster.running()
+        print(json.dumps({"master": cluster.master_url, "processes": running,
+                          "alive_workers": (state or {}).get("aliveworkers", 0),
+                          "cores": (state or {}).get("cores", 0), "status": (state or {}).get("status", "DOWN")}))
+        return 0 if state else 1
+    return 0
+
+
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.bench import run_bench
 
-    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), log=_log)
+    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=_log)
     return 0
 
 
@@ -316,9 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("bench", help="measure a layer against a bare scan (figures to docs/performance.md)")
-    p.add_argument("--layer", choices=["bronze", "silver"], default="bronze")
+    p = sub.add_parser("cluster", help="a Spark standalone master + workers on this machine (conf: cluster:)")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.set_defaults(func=cmd_cluster)
+
+    p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
+    p.add_argument("--layer", choices=["bronze", "silver", "all"], default="bronze",
+                   help="all: one refresh of every layer per delivery batch")
     p.add_argument("--events", type=_positive, default=1_000_000)
+    p.add_argument("--batches", type=_positive, default=10, help="--layer all: deliveries the events arrive in")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
     return parser

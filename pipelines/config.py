@@ -29,6 +29,8 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "paths.data_dir": (str,),
     "paths.landing_dir": (str,),
     "paths.jars_dir": (str,),
+    "paths.warehouse_dir": (str,),
+    "paths.checkpoint_dir": (str,),
     "spark.app_name": (str,),
     "spark.master": (str,),
     "spark.driver_memory": (str,),
@@ -39,6 +41,12 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "bronze.max_files_per_trigger": (int,),
     "silver.schema": (str,),
     "ops.schema": (str,),
+    "cluster.host": (str,),
+    "cluster.port": (int,),
+    "cluster.webui_port": (int,),
+    "cluster.workers": (int,),
+    "cluster.worker_cores": (int,),
+    "cluster.worker_memory": (str,),
     "metastore.kind": (str,),
     "serve.host": (str,),
     "serve.port": (int,),
@@ -96,17 +104,49 @@ class Config:
     def data_dir(self) -> Path:
         return self.path("paths.data_dir")
 
+    def location(self, dotted: str, default_under_data_dir: str) -> str:
+        """A storage location: a URI (``s3a://...``, ``file:/...``) as written, a path made
+        absolute, or ``<data_dir>/<default>`` when the setting is empty."""
+        from pipelines.storage import is_uri
+
+        value = str(self.get(dotted)).strip()
+        if not value:
+            return str(self.data_dir / default_under_data_dir)
+        return value if is_uri(value) else str(self.path(dotted))
+
     @property
-    def warehouse_dir(self) -> Path:
-        return self.data_dir / "warehouse"
+    def warehouse_dir(self) -> str:
+        """Delta tables (Spark's warehouse): may be object storage."""
+        return self.location("paths.warehouse_dir", "warehouse")
 
     @property
     def metastore_dir(self) -> Path:
         return self.data_dir / "metastore"
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return self.data_dir / "checkpoints"
+    def checkpoint_dir(self) -> str:
+        """Stream checkpoints: may be object storage (beside the tables they belong to)."""
+        return self.location("paths.checkpoint_dir", "checkpoints")
+
+    @property
+    def landing_dir(self) -> str:
+        """Where Tableau's Activity Log files are dropped: may be object storage."""
+        return self.location("paths.landing_dir", "landing")
+
+
+LAYER_SCHEMAS = ("bronze", "silver", "ops", "gold")
+
+
+def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """AUDITLAKE__* overrides giving a lakehouse of its own (data dir, landing, GX context and
+    schemas ``<layer>_<name>``) beside the main one in the same metastore: tests, benchmarks."""
+    out = dict(os.environ if environ is None else environ)
+    out["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
+    out["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
+    out["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
+    for layer in LAYER_SCHEMAS:
+        out[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
+    return out
 
 
 def _read_yaml(path: Path) -> dict:

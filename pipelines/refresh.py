@@ -11,11 +11,12 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines import bronze
-from pipelines.config import Config
+from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.ops import LayerRun, record_layer_run
 from pipelines.quality.gate import QualityGate
+from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.silver import promote
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
@@ -56,6 +57,10 @@ def run_refresh(
 ) -> RefreshReport:
     report = RefreshReport(new_run_id(), layers)
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
+    # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
+    for schema in (cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS):
+        clear_interrupted_creates(spark, schema, log=log)
+    clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)

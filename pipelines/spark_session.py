@@ -8,12 +8,15 @@ embedded Derby metastore and the warehouse live under ``paths.data_dir``.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipelines.config import CONF_DIR, Config
 from pipelines.jars import jar_paths, missing_jars
+from pipelines.storage import is_uri
 
 
 def spark_conf(cfg: Config) -> dict[str, str]:
@@ -30,7 +33,7 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.driver.extraClassPath": ":".join(str(p) for p in jar_paths(cfg)),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.warehouse.dir": str(cfg.warehouse_dir),
+        "spark.sql.warehouse.dir": cfg.warehouse_dir,
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": (
@@ -47,6 +50,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # the bronze benchmark, see docs/performance.md).
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
         "spark.ui.showConsoleProgress": "false",
+        # When dbt replaces a Delta table, Spark first tries to store its columns Hive's way over
+        # the placeholder the metastore holds; Hive's type check refuses (an ERROR in the log) and
+        # Spark falls back to its own format. Delta owns the schema: skip Hive's check.
+        "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
         # where `auditlake serve` listens (read once, when the session's Hive client is made)
         "spark.hadoop.hive.server2.thrift.bind.host": cfg.get("serve.host"),
         "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.port")),
@@ -89,11 +96,14 @@ def build_spark(cfg: Config) -> SparkSession:
     # The driver and workers must run this interpreter (the project's venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # A local run binds to loopback only (and skips the hostname lookup warning).
-    if cfg.get("spark.master").startswith("local"):
+    # A local run, or one on a cluster on this machine's loopback, binds the driver to loopback
+    # only (executors must reach it there; it also skips the hostname lookup warning).
+    master = cfg.get("spark.master")
+    if master.startswith("local") or re.match(r"^spark://(127\.0\.0\.1|localhost)[:/]", master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cfg.metastore_dir.mkdir(parents=True, exist_ok=True)
-    cfg.warehouse_dir.mkdir(parents=True, exist_ok=True)
+    if not is_uri(cfg.warehouse_dir):
+        Path(cfg.warehouse_dir).mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))
     for key, value in spark_conf(cfg).items():
         builder = builder.config(key, value)

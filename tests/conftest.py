@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import load_config
+from pipelines.generate import generate_activity_log
+from pipelines.refresh import run_refresh
 from pipelines.writeback.pg_server import free_port
+from tests.lake import move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -35,3 +38,21 @@ def spark(cfg):
     session = build_spark(cfg)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def gold_lake(spark, lake_dir, tmp_path_factory):
+    """Two daily deliveries: the first refreshed (gold built from nothing), then the second
+    (gold incremental). -> (config, first refresh report, second refresh report); shared by the
+    gold tests and the cluster test (which must give the same marts)."""
+    cfg = load_config("test", environ=variant_environ(lake_dir, "gold"))
+    generated = tmp_path_factory.mktemp("gold_generated")
+    generate_activity_log(generated, 2500, seed=11, days=2)
+    days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})
+    assert len(days) == 2, days
+    landing = cfg.path("paths.landing_dir")
+    assert move_day(generated, landing, days[0]) > 0
+    first = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=lambda _m: None)
+    assert move_day(generated, landing, days[1]) > 0
+    second = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=lambda _m: None)
+    return cfg, first, second

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
+
+from pipelines.config import variant_environ as _variant
 
 
 def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
-    """AUDITLAKE__* overrides that give a test its own lakehouse inside the session's metastore."""
-    environ = dict(os.environ)
-    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
-    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
-    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(lake_dir / name / "gx_context")
-    for layer in ("bronze", "silver", "ops", "gold"):
-        environ[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    return environ
+    """A test's own lakehouse, ``<lake_dir>/<name>``, inside the session's metastore."""
+    return _variant(lake_dir / name, name)
+
+
+def move_day(generated: Path, landing: Path, day: str) -> int:
+    """Deliver one day's files (``.../d=<day>/...``) of a generated log into the landing folder."""
+    moved = 0
+    for path in sorted(generated.rglob("*.json*")):
+        if f"/d={day}/" in path.as_posix():
+            target = landing / path.relative_to(generated)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, target)
+            moved += 1
+    return moved

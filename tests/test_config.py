@@ -61,3 +61,26 @@ def test_secret_from_environment_reference(conf_copy):
     assert load_config("test", conf_dir=conf_copy, environ={"AUDITLAKE_TEST_NAME": "x"}).get("spark.app_name") == "x"
     with pytest.raises(ConfigError, match="AUDITLAKE_TEST_NAME, which is not set"):
         load_config("test", conf_dir=conf_copy, environ={})
+
+
+def test_storage_locations_take_uris_paths_or_default_under_data_dir():
+    from pipelines.config import PROJECT_ROOT
+
+    cfg = load_config("cluster", environ={
+        "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
+        "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",
+        "AUDITLAKE__PATHS__CHECKPOINT_DIR": "relative/checkpoints",
+    })
+    assert cfg.warehouse_dir == "s3a://audit-lake/warehouse"  # a URI is used as written
+    assert cfg.checkpoint_dir == str(PROJECT_ROOT / "relative" / "checkpoints")  # a path is made absolute
+    assert cfg.get("spark.master").startswith("spark://")
+    local = load_config("local", environ={"AUDITLAKE__PATHS__DATA_DIR": "/srv/lake"})
+    assert (local.warehouse_dir, local.checkpoint_dir) == ("/srv/lake/warehouse", "/srv/lake/checkpoints")
+
+
+def test_storage_uri_recognition():
+    from pipelines.storage import is_uri, join
+
+    assert is_uri("s3a://b/x") and is_uri("file:/tmp/x") and is_uri("abfss://c@a.dfs.core.windows.net/x")
+    assert not is_uri("/tmp/x") and not is_uri("data/landing") and not is_uri("C:\\lake")
+    assert join("s3a://b/lake/", "site") == "s3a://b/lake/site"

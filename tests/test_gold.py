@@ -4,14 +4,12 @@ facts reconcile with silver, the generated staging layer and the profile stay in
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pipelines.config import CONF_DIR, load_config
-from pipelines.generate import generate_activity_log
 from pipelines.gold.checks import EVENT_MARTS
 from pipelines.gold.run import GoldError, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
@@ -23,18 +21,6 @@ from tests.lake import variant_environ
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
-
-
-def _move_day(generated: Path, landing: Path, day: str) -> int:
-    """Deliver one day's files (``.../d=<day>/...``) of a generated log into the landing folder."""
-    moved = 0
-    for path in sorted(generated.rglob("*.json*")):
-        if f"/d={day}/" in path.as_posix():
-            target = landing / path.relative_to(generated)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(path, target)
-            moved += 1
-    return moved
 
 
 def _marts(spark, schema: str) -> list[str]:
@@ -53,23 +39,6 @@ def _snapshot(spark, source: str, target: str) -> list[str]:
 def _differences(spark, left: str, right: str) -> int:
     a, b = spark.table(left), spark.table(right)
     return a.exceptAll(b).count() + b.exceptAll(a).count()
-
-
-@pytest.fixture(scope="module")
-def gold_lake(spark, lake_dir, tmp_path_factory):
-    """Two daily deliveries: the first refreshed (gold built from nothing), then the second
-    (gold incremental). Returns the config and the first gold result."""
-    cfg = load_config("test", environ=variant_environ(lake_dir, "gold"))
-    generated = tmp_path_factory.mktemp("gold_generated")
-    generate_activity_log(generated, 2500, seed=11, days=2)
-    days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})
-    assert len(days) == 2, days
-    landing = cfg.path("paths.landing_dir")
-    assert _move_day(generated, landing, days[0]) > 0
-    first = run_refresh(spark, cfg, ["bronze", "silver", "gold"], **QUIET)
-    assert _move_day(generated, landing, days[1]) > 0
-    second = run_refresh(spark, cfg, ["bronze", "silver", "gold"], **QUIET)
-    return cfg, first, second
 
 
 def test_gold_build_runs_every_model_and_test(gold_lake):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import bronze
+from pipelines import bronze, storage
 from pipelines.config import Config
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
 from pipelines.quality.gate import QualityGate, QualityGateError
@@ -50,13 +49,14 @@ class PromotionResult:
     reasons: dict[str, int] = field(default_factory=dict)
 
 
-def _app_id(cfg: Config, family: str) -> str:
+def _app_id(spark: SparkSession, cfg: Config, family: str) -> str:
     """A stable id for this family's stream, born with its checkpoint (Delta's txnAppId)."""
-    path = cfg.checkpoint_dir / f"silver_{family}.txn_app_id"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"silver-{family}-{uuid.uuid4()}\n")
-    return path.read_text().strip()
+    location = storage.join(cfg.checkpoint_dir, f"silver_{family}.txn_app_id")
+    app_id = storage.read_text(spark, location)
+    if app_id is None:
+        app_id = f"silver-{family}-{uuid.uuid4()}\n"
+        storage.write_text(spark, location, app_id)
+    return app_id.strip()
 
 
 def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partition_by: str | None) -> None:
@@ -206,7 +206,7 @@ def promote_family(
     if not spark.catalog.tableExists(source):
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
     ensure_silver_tables(spark, cfg, family)
-    app_id = _app_id(cfg, family)
+    app_id = _app_id(spark, cfg, family)
     total = PromotionResult(family)
     stopped: list[QualityGateError] = []
 
@@ -233,7 +233,7 @@ def promote_family(
         .option("maxBytesPerTrigger", "512m")
         .table(source)
         .writeStream.foreachBatch(each_batch)
-        .option("checkpointLocation", str(Path(cfg.checkpoint_dir) / f"silver_{family}"))
+        .option("checkpointLocation", storage.join(cfg.checkpoint_dir, f"silver_{family}"))
         .queryName(f"silver_{family}")
         .trigger(availableNow=True)
         .start()

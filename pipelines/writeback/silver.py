@@ -36,12 +36,12 @@ the other database updates the flags), and new quarantine rows are appended once
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from pipelines import storage
 from pipelines.config import Config
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
@@ -339,7 +339,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         spark.readStream.format("delta")
         .table(t.writeback_raw)
         .writeStream.foreachBatch(each_batch)
-        .option("checkpointLocation", str(Path(cfg.checkpoint_dir) / "silver_writeback"))
+        .option("checkpointLocation", storage.join(cfg.checkpoint_dir, "silver_writeback"))
         .queryName("silver_writeback")
         .trigger(availableNow=True)
         .start()

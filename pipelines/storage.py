@@ -1,0 +1,69 @@
+"""Locations: a local path or any Hadoop filesystem URI (``s3a://``, ``abfss://``, ``hdfs://``, ``file://``).
+
+Tables (the warehouse), stream checkpoints and the landing folder may live in object storage
+(``conf/cluster.yaml``), where executors on other machines can reach them. Spark reads and writes
+those itself; the few things the driver touches directly (does the landing folder exist, the
+small id file beside a checkpoint) go through Hadoop's FileSystem API here, for local paths too,
+so a single code path serves both and the tests exercise it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import SparkSession
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def is_uri(location: str) -> bool:
+    """``s3a://b/x`` or ``file:/x`` (a scheme), as opposed to a plain local path."""
+    return bool(_SCHEME.match(location)) and not re.match(r"^[A-Za-z]:[\\/]", location)
+
+
+def join(location: str, *parts: str) -> str:
+    return "/".join([location.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def _fs(spark: SparkSession, location: str):
+    path = spark._jvm.org.apache.hadoop.fs.Path(location)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
+def is_dir(spark: SparkSession, location: str) -> bool:
+    fs, path = _fs(spark, location)
+    return bool(fs.exists(path) and fs.getFileStatus(path).isDirectory())
+
+
+def read_text(spark: SparkSession, location: str) -> str | None:
+    """The file's text, or None when there is no such file."""
+    fs, path = _fs(spark, location)
+    if not fs.exists(path):
+        return None
+    stream = fs.open(path)
+    try:
+        return spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, location: str, text: str) -> None:
+    fs, path = _fs(spark, location)
+    stream = fs.create(path, True)  # parents are created; an existing file is replaced
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+
+
+def list_status(spark: SparkSession, location: str) -> list[tuple[str, bool]]:
+    """(name, is_directory) of each entry directly under ``location`` ([] when it is missing)."""
+    fs, path = _fs(spark, location)
+    if not fs.exists(path):
+        return []
+    return [(s.getPath().getName(), bool(s.isDirectory())) for s in fs.listStatus(path)]
+
+
+def delete(spark: SparkSession, location: str) -> None:
+    fs, path = _fs(spark, location)
+    fs.delete(path, True)

@@ -1,0 +1,103 @@
+"""The cluster profile: a real Spark standalone master and two workers on loopback (started by
+`auditlake cluster start`) run a full refresh of every layer, with the tables and checkpoints
+at file: URIs (the code path object storage takes), and give the same gold marts as local mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import load_config, variant_environ
+from pipelines.standalone import Standalone
+from pipelines.writeback.pg_server import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+PROJECT = Path(__file__).resolve().parents[1]
+# differs by run, not by data: when the row reached silver
+RUN_COLUMNS = {"silver_ingest_ts"}
+
+
+@pytest.fixture(scope="module")
+def cluster_environ(lake_dir, gold_lake):
+    root = lake_dir / "cluster"
+    environ = variant_environ(root, "cluster")
+    port, webui = free_port(), free_port()
+    environ.update(
+        AUDITLAKE__CLUSTER__PORT=str(port),
+        AUDITLAKE__CLUSTER__WEBUI_PORT=str(webui),
+        AUDITLAKE__SPARK__MASTER=f"spark://127.0.0.1:{port}",
+        # URIs, not paths: Spark and the lakehouse go through Hadoop's FileSystem, as for s3a://
+        AUDITLAKE__PATHS__WAREHOUSE_DIR=(root / "warehouse").as_uri(),
+        AUDITLAKE__PATHS__CHECKPOINT_DIR=(root / "checkpoints").as_uri(),
+        # the files the local lake was refreshed from (both deliveries)
+        AUDITLAKE__PATHS__LANDING_DIR=gold_lake[0].path("paths.landing_dir").as_uri(),
+    )
+    environ.pop("AUDITLAKE_ENV", None)
+    cluster = Standalone.from_config(load_config("cluster", environ=environ))
+    cluster.start(log=lambda _m: None)
+    try:
+        yield environ, cluster
+    finally:
+        cluster.stop(log=lambda _m: None)
+
+
+def _marts(spark, schema: str) -> list[str]:
+    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
+
+
+def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark, gold_lake, cluster_environ):
+    environ, cluster = cluster_environ
+    local_cfg = gold_lake[0]
+    run = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "--env", "cluster", "refresh"],
+        cwd=PROJECT, env=environ, capture_output=True, text=True, timeout=2400,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "gold:" in run.stdout
+
+    # the work ran on the cluster: the master saw the application, with executors on its workers
+    apps = [a for a in (cluster.state() or {}).get("completedapps", []) if a["name"] == "auditlake"]
+    assert len(apps) == 1, cluster.state()
+    executor_logs = list((cluster.root).glob("worker-*/app-*/*/stderr"))
+    assert len({p.parts[-4] for p in executor_logs}) == 2, "both workers ran executors"
+
+    # same marts, same rows (except when each row reached silver)
+    cluster_cfg = load_config("cluster", environ=environ)
+    assert cluster_cfg.warehouse_dir.startswith("file:")
+    gold_local, gold_cluster = local_cfg.get("gold.schema"), cluster_cfg.get("gold.schema")
+    names = _marts(spark, gold_local)
+    assert "fct_logins" in names and "dim_users" in names
+    for name in names:
+        location = f"{cluster_cfg.warehouse_dir}/{gold_cluster}.db/{name}"
+        there = spark.read.format("delta").load(location)
+        here = spark.table(f"{gold_local}.{name}")
+        keep = [c for c in here.columns if c not in RUN_COLUMNS]
+        assert sorted(there.columns) == sorted(here.columns), name
+        there, here = there.select(keep), here.select(keep)
+        assert there.count() == here.count(), name
+        assert there.exceptAll(here).count() + here.exceptAll(there).count() == 0, f"{name} differs"
+
+    # and the run log in the cluster's ops table: every layer succeeded
+    ops = f"{cluster_cfg.warehouse_dir}/{cluster_cfg.get('ops.schema')}.db"
+    runs = spark.read.format("delta").load(f"{ops}/refresh_runs")
+    assert sorted((r["layer"], r["status"]) for r in runs.collect()) == [
+        ("bronze", "succeeded"), ("gold", "succeeded"), ("silver", "succeeded")
+    ]
+
+
+def test_cluster_start_refuses_a_second_start_and_stop_ends_every_daemon(tmp_path):
+    environ = dict(os.environ, AUDITLAKE__PATHS__DATA_DIR=str(tmp_path), AUDITLAKE__CLUSTER__WORKERS="1",
+                   AUDITLAKE__CLUSTER__PORT=str(free_port()), AUDITLAKE__CLUSTER__WEBUI_PORT=str(free_port()))
+    cluster = Standalone.from_config(load_config("cluster", environ=environ))
+    cluster.start(log=lambda _m: None)
+    try:
+        assert cluster.running() == ["master", "worker-1"]
+        with pytest.raises(RuntimeError, match="already running"):
+            cluster.start(log=lambda _m: None)
+    finally:
+        cluster.stop(log=lambda _m: None)
+    assert cluster.running() == [] and cluster.state() is None
