@@ -56,9 +56,11 @@ lint-sql: setup
 	@echo "sqlfluff lint dbt_project/ (dialect sparksql, templater dbt)"
 	@cd dbt_project && ../$(BIN)/sqlfluff lint --disable-progress-bar models
 
+# Benchmarks (not tests): figures go to docs/performance.md. `make bench BENCH="--layer all --batches 10"`
+BENCH ?= --layer bronze --events 1000000
 bench: setup
 	@$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]"
-	@$(BIN)/auditlake bench --layer bronze --events 1000000
+	@$(BIN)/auditlake bench $(BENCH)
 
 clean:
 	rm -rf data spark-warehouse metastore_db derby.log .pytest_cache

@@ -23,3 +23,18 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
             shutil.move(path, target)
             moved += 1
     return moved
+
+
+# differs by run, not by data: when the row reached silver
+RUN_COLUMNS = ("silver_ingest_ts",)
+
+
+def mart_names(spark, schema: str) -> list[str]:
+    """The gold schema's tables: not its views, nor the temporary views dbt's merges leave."""
+    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
+
+
+def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
+    """Rows of either frame missing from the other (a multiset difference, both ways)."""
+    left, right = left.drop(*ignore), right.drop(*ignore)
+    return left.exceptAll(right).count() + right.exceptAll(left).count()

@@ -14,11 +14,10 @@ import pytest
 from pipelines.config import load_config, variant_environ
 from pipelines.standalone import Standalone
 from pipelines.writeback.pg_server import free_port
+from tests.lake import RUN_COLUMNS, mart_names, row_differences
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PROJECT = Path(__file__).resolve().parents[1]
-# differs by run, not by data: when the row reached silver
-RUN_COLUMNS = {"silver_ingest_ts"}
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +44,6 @@ def cluster_environ(lake_dir, gold_lake):
         cluster.stop(log=lambda _m: None)
 
 
-def _marts(spark, schema: str) -> list[str]:
-    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
-
-
 def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark, gold_lake, cluster_environ):
     environ, cluster = cluster_environ
     local_cfg = gold_lake[0]
@@ -69,17 +64,15 @@ def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark,
     cluster_cfg = load_config("cluster", environ=environ)
     assert cluster_cfg.warehouse_dir.startswith("file:")
     gold_local, gold_cluster = local_cfg.get("gold.schema"), cluster_cfg.get("gold.schema")
-    names = _marts(spark, gold_local)
+    names = mart_names(spark, gold_local)
     assert "fct_logins" in names and "dim_users" in names
     for name in names:
         location = f"{cluster_cfg.warehouse_dir}/{gold_cluster}.db/{name}"
         there = spark.read.format("delta").load(location)
         here = spark.table(f"{gold_local}.{name}")
-        keep = [c for c in here.columns if c not in RUN_COLUMNS]
         assert sorted(there.columns) == sorted(here.columns), name
-        there, here = there.select(keep), here.select(keep)
         assert there.count() == here.count(), name
-        assert there.exceptAll(here).count() + here.exceptAll(there).count() == 0, f"{name} differs"
+        assert row_differences(here, there, ignore=RUN_COLUMNS) == 0, f"{name} differs"
 
     # and the run log in the cluster's ops table: every layer succeeded
     ops = f"{cluster_cfg.warehouse_dir}/{cluster_cfg.get('ops.schema')}.db"

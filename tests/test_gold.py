@@ -17,28 +17,18 @@ from pipelines.jars import jar_paths
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
-from tests.lake import variant_environ
+from tests.lake import mart_names, row_differences, variant_environ
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
 
 
-def _marts(spark, schema: str) -> list[str]:
-    # tables only: not the views, nor the temporary views dbt's merges leave in the session
-    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
-
-
 def _snapshot(spark, source: str, target: str) -> list[str]:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {target}")
-    names = _marts(spark, source)
+    names = mart_names(spark, source)
     for name in names:
         spark.sql(f"CREATE OR REPLACE TABLE {target}.{name} USING delta AS SELECT * FROM {source}.{name}")
     return names
-
-
-def _differences(spark, left: str, right: str) -> int:
-    a, b = spark.table(left), spark.table(right)
-    return a.exceptAll(b).count() + b.exceptAll(a).count()
 
 
 def test_gold_build_runs_every_model_and_test(gold_lake):
@@ -57,12 +47,14 @@ def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spar
     # nothing new: an incremental run leaves every mart as it was
     run_dbt(spark, cfg, ["run", "--quiet", "--select", "marts"])
     for name in names:
-        assert _differences(spark, f"{gold}.{name}", f"{gold}_incremental.{name}") == 0, f"rerun changed {name}"
+        before, now = spark.table(f"{gold}_incremental.{name}"), spark.table(f"{gold}.{name}")
+        assert row_differences(now, before) == 0, f"rerun changed {name}"
     # rebuilt from nothing: the same rows as the two incremental runs gave
     run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", "marts"])
     for name in names:
-        assert spark.table(f"{gold}.{name}").count() == spark.table(f"{gold}_incremental.{name}").count(), name
-        assert _differences(spark, f"{gold}.{name}", f"{gold}_incremental.{name}") == 0, f"{name} differs"
+        incremental, rebuilt = spark.table(f"{gold}_incremental.{name}"), spark.table(f"{gold}.{name}")
+        assert rebuilt.count() == incremental.count(), name
+        assert row_differences(rebuilt, incremental) == 0, f"{name} differs"
 
 
 def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):
