@@ -309,8 +309,9 @@ def _deliver(files: list[Path], source: Path, landing: Path) -> None:
             shutil.copy2(path, target)
 
 
-def bench_all(cfg: Config, events: int, batches: int, log) -> dict:
-    """End-to-end ``auditlake refresh`` (every layer, gates included) per delivery as history grows."""
+def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dict:
+    """End-to-end ``auditlake refresh`` (every layer, gates included) per delivery as history grows.
+    ``on_batch(figures)`` is called after each batch (a long run leaves its figures as it goes)."""
     from pipelines.refresh import LAYERS, run_refresh
     from pipelines.spark_session import build_spark
 
@@ -339,11 +340,19 @@ def bench_all(cfg: Config, events: int, batches: int, log) -> dict:
         )
         log(f"bench: batch {number}/{batches}: {layer['silver'].rows_out} new events ({history} in silver) in "
             f"{seconds:.1f}s (" + ", ".join(f"{n} {r.seconds:.1f}s" for n, r in layer.items()) + ")")
+        figures = _all_figures(events, data, batches, rows)
+        if on_batch is not None:
+            on_batch(figures)
+    return figures
+
+
+def _all_figures(events: int, data: dict, planned: int, rows: list[dict]) -> dict:
     incremental = rows[1:]
     return {
         "events": events,
         "files": data["files"],
         "megabytes": data["bytes"] / 1e6,
+        "planned": planned,
         "batches": rows,
         "flatness": incremental[-1]["total_s"] / incremental[0]["total_s"] if len(incremental) > 1 else float("nan"),
         "slope": _slope([r["history"] for r in incremental], [r["total_s"] for r in incremental]),
@@ -365,7 +374,7 @@ def render_all(fig: dict, cfg: Config) -> str:
         f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}.",
         "",
         f"Data: {fig['events']:,} generated events ({fig['files']:,} files, {fig['megabytes']:.0f} MB, 7 days), "
-        f"delivered in {len(fig['batches'])} batches of consecutive hours; after each delivery one "
+        f"delivered in {fig['planned']} batches of consecutive hours; after each delivery one "
         "`auditlake refresh` (bronze, gate, silver, gate, gold = dbt build of every model and test, gate).",
         "",
         "| batch | rows landed in bronze | new silver rows | silver rows in total | bronze s | silver s | gold s "
@@ -378,6 +387,8 @@ def render_all(fig: dict, cfg: Config) -> str:
             f"| {r['batch']} | {r['rows_in']:,} | {r['rows_out']:,} | {r['history']:,} | {sec.get('bronze', 0):.1f} "
             f"| {sec.get('silver', 0):.1f} | {sec.get('gold', 0):.1f} | **{r['total_s']:.1f}** |"
         )
+    if len(fig["batches"]) < fig["planned"]:
+        lines += ["", f"(The run stopped after {len(fig['batches'])} of {fig['planned']} batches.)"]
     lines += [
         "",
         f"Last incremental batch / first incremental batch (batch {len(fig['batches'])} / batch 2): "
@@ -390,8 +401,8 @@ def render_all(fig: dict, cfg: Config) -> str:
 
 def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print) -> dict:
     if layer == "all":
-        figures = bench_all(cfg, events, batches, log)
-        write_section(out_doc, "all", render_all(figures, cfg))
+        figures = bench_all(cfg, events, batches, log,
+                            on_batch=lambda f: write_section(out_doc, "all", render_all(f, cfg)))
         log(f"bench: last / first incremental refresh {figures['flatness']:.2f}x")
     elif layer == "bronze":
         figures = bench_bronze(cfg, events, log)
