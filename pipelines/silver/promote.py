@@ -53,7 +53,7 @@ def _app_id(spark: SparkSession, cfg: Config, family: str) -> str:
     """A stable id for this family's stream, born with its checkpoint (Delta's txnAppId)."""
     location = storage.join(cfg.checkpoint_dir, f"silver_{family}.txn_app_id")
     app_id = storage.read_text(spark, location)
-    if app_id is None:
+    if not (app_id or "").strip():  # none yet, or a kill left the file created but empty
         app_id = f"silver-{family}-{uuid.uuid4()}\n"
         storage.write_text(spark, location, app_id)
     return app_id.strip()
