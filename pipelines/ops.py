@@ -94,3 +94,15 @@ def record_layer_run(spark: SparkSession, cfg: Config, run: LayerRun) -> None:
     run.env, run.host, run.pid = cfg.env, socket.gethostname(), os.getpid()
     frame = spark.createDataFrame([asdict(run)], RUN_LOG_SCHEMA)
     frame.write.format("delta").mode("append").saveAsTable(f"{schema}.refresh_runs")
+
+
+def last_success_start(spark: SparkSession, cfg: Config, layer: str) -> str | None:
+    """When the last successful run of ``layer`` started, as Spark's timestamp text in the
+    session's time zone (the form dbt compares silver_ingest_ts with), or None."""
+    table = f"{cfg.get('ops.schema')}.refresh_runs"
+    if not spark.catalog.tableExists(table):
+        return None
+    row = spark.sql(
+        f"SELECT cast(max(started_at) AS string) FROM {table} WHERE layer = '{layer}' AND status = 'succeeded'"
+    ).first()
+    return row[0] if row else None

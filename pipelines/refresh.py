@@ -14,7 +14,7 @@ from pipelines import bronze
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.run import GoldError, GoldResult, build_gold
-from pipelines.ops import LayerRun, record_layer_run
+from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.silver import promote
@@ -137,7 +137,8 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
 
 def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
     _require_silver(spark, cfg)
-    report.gold = build_gold(spark, cfg, log=log)
+    # silver rows promoted before the last successful gold build were tested by it
+    report.gold = build_gold(spark, cfg, log=log, tests_since=last_success_start(spark, cfg, "gold"))
     if cfg.get("quality.enabled"):
         gate = QualityGate(spark, cfg, log=log)
         try:

@@ -2,9 +2,22 @@
   Incremental marts read only the silver rows promoted since their last run: silver is
   append-only and every batch stamps silver_ingest_ts, so rows newer than the mart's newest are
   exactly the new ones. The merge on the mart's unique key keeps a re-delivered row single.
+  The mart's newest timestamp is looked up first and written into the query as a literal: a
+  scalar subquery is only known once the query runs, too late for Spark to push it into the
+  silver scans (Parquet row-group skipping), so every run would read all of silver's history.
 #}
 {% macro newer_than_mart(column='silver_ingest_ts') %}
     {%- if is_incremental() %}
-    where {{ column }} > (select coalesce(max({{ column }}), timestamp '1900-01-01') from {{ this }})
+    where {{ column }} > {{ mart_watermark(column) }}
     {%- endif %}
+{% endmacro %}
+
+{% macro mart_watermark(column) %}
+    {%- set floor = "timestamp '1900-01-01 00:00:00'" -%}
+    {%- if not execute -%}
+        {{ return(floor) }}
+    {%- endif -%}
+    {%- set found = run_query("select cast(max(" ~ column ~ ") as string) from " ~ this) -%}
+    {%- set newest = found.columns[0].values()[0] if found and found.rows | length > 0 else none -%}
+    {{ return("timestamp '" ~ newest ~ "'" if newest else floor) }}
 {% endmacro %}

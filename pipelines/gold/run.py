@@ -30,16 +30,21 @@ class GoldResult:
     failures: list[str] = field(default_factory=list)
 
 
-def dbt_vars(cfg: Config) -> dict:
-    return {
+def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
+    out = {
         "silver_schema": cfg.get("silver.schema"),
         "failed_login_burst_failures": cfg.get("gold.failed_login_burst.failures"),
         "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
         "inactive_user_days": cfg.get("gold.inactive_user_days"),
     }
+    if tests_since:  # staging tests check silver rows promoted after this (dbt_project.yml)
+        out["tests_since"] = tests_since
+    return out
 
 
-def run_dbt(spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True) -> GoldResult:
+def run_dbt(
+    spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True, tests_since: str | None = None
+) -> GoldResult:
     """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session)."""
     from dbt.cli.main import dbtRunner  # heavy: only when gold runs
 
@@ -57,7 +62,7 @@ def run_dbt(spark: SparkSession, cfg: Config, args: list[str], raise_on_failure:
                 "--profiles-dir",
                 str(DBT_DIR),
                 "--vars",
-                json.dumps(dbt_vars(cfg)),
+                json.dumps(dbt_vars(cfg, tests_since)),
             ]
         )
     finally:
@@ -79,11 +84,15 @@ def run_dbt(spark: SparkSession, cfg: Config, args: list[str], raise_on_failure:
     return result
 
 
-def build_gold(spark: SparkSession, cfg: Config, full_refresh: bool = False, log=print) -> GoldResult:
-    """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests."""
+def build_gold(
+    spark: SparkSession, cfg: Config, full_refresh: bool = False, log=print, tests_since: str | None = None
+) -> GoldResult:
+    """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests; the
+    staging views' tests only over silver rows promoted after ``tests_since`` when given."""
     args = ["build", "--quiet"] + (["--full-refresh"] if full_refresh else [])
-    log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/)")
-    result = run_dbt(spark, cfg, args)
+    since = "" if full_refresh or not tests_since else f"; staging tests over silver rows since {tests_since}"
+    log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/){since}")
+    result = run_dbt(spark, cfg, args, tests_since=None if full_refresh else tests_since)
     figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     log(f"gold: {figures} in {result.seconds:.1f}s")
     return result
