@@ -40,6 +40,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "bronze.schema": (str,),
     "bronze.max_files_per_trigger": (int,),
     "silver.schema": (str,),
+    "silver.stats_columns": (list,),
     "ops.schema": (str,),
     "cluster.host": (str,),
     "cluster.port": (int,),

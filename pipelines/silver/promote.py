@@ -74,6 +74,19 @@ def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partiti
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({cols})")
 
 
+def _set_stats_columns(spark: SparkSession, table: str, wanted: list[str]) -> None:
+    """Delta's per-file statistics on ``wanted`` (those ``table`` has). Applies to files written
+    from now on; older files keep the statistics they were written with (never skipped wrongly)."""
+    present = {f.name for f in spark.table(table).schema.fields}
+    columns = ",".join(c for c in wanted if c in present)
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    if columns and props.get(_STATS_PROPERTY) != columns:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{_STATS_PROPERTY}' = '{columns}')")
+
+
+_STATS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+
 def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
     return spark.table(bronze.bronze_table(cfg, family)).limit(0)
 
@@ -89,6 +102,7 @@ def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
     frames = to_silver(_empty_bronze(spark, cfg, family), family)
     events = _with_run(frames.events, "")
     _create_table_like(spark, t.silver_events(family), events, "event_date")
+    _set_stats_columns(spark, t.silver_events(family), cfg.get("silver.stats_columns"))
     _create_table_like(spark, t.quarantine, _with_run(frames.quarantine, ""), None)
     _create_table_like(spark, t.duplicates, _duplicates_frame(events, "same_batch"), None)
     _create_table_like(spark, t.silver_batches, spark.createDataFrame([], _BATCH_SCHEMA), None)
