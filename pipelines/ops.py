@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
+from pipelines.delta_util import ensure_schema
 
 LOCK_FILE = "refresh.lock"
 RUN_LOG_SCHEMA = (
@@ -90,7 +91,7 @@ class LayerRun:
 def record_layer_run(spark: SparkSession, cfg: Config, run: LayerRun) -> None:
     """Append one row to ops.refresh_runs (created on first use)."""
     schema = cfg.get("ops.schema")
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+    ensure_schema(spark, schema)
     run.env, run.host, run.pid = cfg.env, socket.gethostname(), os.getpid()
     frame = spark.createDataFrame([asdict(run)], RUN_LOG_SCHEMA)
     frame.write.format("delta").mode("append").saveAsTable(f"{schema}.refresh_runs")

@@ -25,9 +25,13 @@ def join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
-def _fs(spark: SparkSession, location: str):
+def filesystem(spark: SparkSession, location: str):
+    """(Hadoop FileSystem, Path) of ``location``."""
     path = spark._jvm.org.apache.hadoop.fs.Path(location)
     return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
+_fs = filesystem
 
 
 def is_dir(spark: SparkSession, location: str) -> bool:

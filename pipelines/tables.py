@@ -16,6 +16,10 @@ class Tables:
     def bronze_raw(self, family: str) -> str:
         return f"{self.bronze_schema}.{family}_events_raw"
 
+    @property
+    def file_ledger(self) -> str:
+        return f"{self.bronze_schema}.file_ledger"
+
     def silver_events(self, family: str) -> str:
         return f"{self.silver_schema}.{family}_events"
 

@@ -21,6 +21,7 @@ from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import Config
+from pipelines.delta_util import ensure_schema
 from pipelines.quality.suites import SuiteSpec, build_suite
 from pipelines.tables import tables
 
@@ -165,7 +166,7 @@ class QualityGate:
 
     def _record(self, outcomes: list[ExpectationOutcome], run_id: str) -> None:
         table = tables(self.cfg).dq_results
-        self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.split('.')[0]}")
+        ensure_schema(self.spark, table.split(".")[0])
         now = datetime.now(UTC).replace(tzinfo=None)
         rows = [
             (

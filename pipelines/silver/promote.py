@@ -1,15 +1,15 @@
 """Promote bronze to silver, incrementally and exactly once.
 
-Each family's bronze table is read as a Delta stream (``availableNow``) with a
-checkpoint, so a refresh processes only bronze rows not yet promoted. Every
-micro-batch writes with Delta's idempotent-write options (``txnAppId`` +
-``txnVersion``), so a batch replayed after a crash is skipped where it had
-already committed; and a bronze row already in silver (same ``bronze_id``) is
-recognised as a replay, not counted as a duplicate.
+Each run promotes, per family, the bronze rows committed since the last promotion (a range of
+bronze's Delta versions, read through its change data feed) in one typed pass. Every write uses
+Delta's idempotent-write options (``txnAppId`` + ``txnVersion`` = the range's end), so a range
+redone after a crash is skipped where it had already committed; and a bronze row already in
+silver (same ``bronze_id``) is recognised as a replay, not counted as a duplicate.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 
@@ -19,8 +19,9 @@ from pyspark.sql import functions as F
 
 from pipelines import bronze, storage
 from pipelines.config import Config
+from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.quality.gate import QualityGate, QualityGateError
+from pipelines.quality.gate import QualityGate
 from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
 from pipelines.silver.transform import (
     ALREADY_IN_SILVER,
@@ -98,7 +99,7 @@ def _with_run(df: DataFrame, run_id: str) -> DataFrame:
 def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
     t = tables(cfg)
     for schema in (t.silver_schema, t.ops_schema):
-        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        ensure_schema(spark, schema)
     frames = to_silver(_empty_bronze(spark, cfg, family), family)
     events = _with_run(frames.events, "")
     _create_table_like(spark, t.silver_events(family), events, "event_date")
@@ -213,26 +214,64 @@ def promote_batch(
     return result
 
 
+def _pending_path(cfg: Config, family: str) -> str:
+    return storage.join(cfg.checkpoint_dir, f"silver_{family}.pending.json")
+
+
+def _last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
+    """The bronze version silver has promoted up to (-1: nothing yet)."""
+    if not spark.catalog.tableExists(t.silver_batches):
+        return -1
+    row = spark.table(t.silver_batches).where(F.col("family") == family).agg(F.max("batch_id")).first()
+    return -1 if row[0] is None else int(row[0])
+
+
+def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) -> DataFrame:
+    """Bronze rows committed in versions ``after`` < v <= ``upto`` (bronze is append-only: its change
+    data feed reads just the files those commits added)."""
+    if after < 0:
+        return spark.read.format("delta").option("versionAsOf", upto).table(table)
+    return (
+        spark.read.format("delta").option("readChangeFeed", "true")
+        .option("startingVersion", after + 1).option("endingVersion", upto).table(table)
+        .drop("_change_type", "_commit_version", "_commit_timestamp")
+    )
+
+
 def promote_family(
     spark: SparkSession, cfg: Config, family: str, run_id: str, log=print, gate: QualityGate | None = None
 ) -> PromotionResult:
+    """Promote the bronze rows of ``family`` committed since the last promotion, in one batch.
+
+    The range (last promoted version, bronze's current version] is written down before anything
+    else (``silver_<family>.pending.json`` beside the checkpoints); a run killed mid-way redoes
+    exactly that range, and Delta's idempotent writes (txnAppId, txnVersion = the range's end)
+    skip the tables it had already written. Nothing new: no commit."""
     source = bronze.bronze_table(cfg, family)
     if not spark.catalog.tableExists(source):
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
+    t = tables(cfg)
+    current = table_version(spark, source)
+    done = _last_promoted(spark, t, family)
+    pending = json.loads(storage.read_text(spark, _pending_path(cfg, family)) or "null")
+    ranges = []
+    if pending and pending["to"] > done:
+        ranges.append((pending["from"], pending["to"]))
+        done = pending["to"]
+    if current > done:
+        ranges.append((done, current))
+    total = PromotionResult(family)
+    if not ranges:
+        return total
     ensure_silver_tables(spark, cfg, family)
     app_id = _app_id(spark, cfg, family)
-    total = PromotionResult(family)
-    stopped: list[QualityGateError] = []
-
-    def each_batch(batch: DataFrame, batch_id: int) -> None:
-        try:
-            r = promote_batch(spark, tables(cfg), batch, batch_id, family, run_id, app_id, gate)
-        except QualityGateError as exc:
-            stopped.append(exc)
-            raise
+    for after, upto in ranges:
+        storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
+        batch = bronze_rows_between(spark, source, after, upto)
+        r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate)
         log(
-            f"silver: {family} batch {batch_id}: {r.bronze_rows} bronze rows -> {r.inserted} new events, "
-            f"{r.duplicates} duplicates, {r.quarantined} quarantined"
+            f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
+            f"new events, {r.duplicates} duplicates, {r.quarantined} quarantined"
         )
         total.bronze_rows += r.bronze_rows
         total.inserted += r.inserted
@@ -241,23 +280,7 @@ def promote_family(
         total.batches += 1
         for k, v in r.reasons.items():
             total.reasons[k] = total.reasons.get(k, 0) + v
-
-    query = (
-        spark.readStream.format("delta")
-        .option("maxBytesPerTrigger", "512m")
-        .table(source)
-        .writeStream.foreachBatch(each_batch)
-        .option("checkpointLocation", storage.join(cfg.checkpoint_dir, f"silver_{family}"))
-        .queryName(f"silver_{family}")
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination()
-    except Exception:
-        if stopped:  # the gate's own message, not the streaming wrapper around it
-            raise stopped[0] from None
-        raise
+    storage.write_text(spark, _pending_path(cfg, family), "null")
     return total
 
 
@@ -269,12 +292,15 @@ def promote_silver(
         result = promote_family(spark, cfg, family, run_id, log=log, gate=gate)
         if result.skipped_reason:
             log(f"silver: {family} skipped ({result.skipped_reason})")
+        elif not result.batches:
+            log(f"silver: {family}: nothing new in bronze")
         else:
             log(
                 f"silver: {family}: {result.bronze_rows} bronze rows -> {result.inserted} new events, "
                 f"{result.duplicates} duplicates removed, {result.quarantined} quarantined "
                 f"{dict(sorted(result.reasons.items()))}"
             )
-            ensure_event_views(spark, tables(cfg), family, log=log)
+        if spark.catalog.tableExists(tables(cfg).silver_events(family)):
+            ensure_event_views(spark, tables(cfg), family, log=log)  # only when missing or the registry changed
         results.append(result)
     return results

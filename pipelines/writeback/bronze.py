@@ -24,8 +24,8 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines.bronze import ensure_schema
 from pipelines.config import Config
+from pipelines.delta_util import ensure_schema
 from pipelines.tables import tables
 from pipelines.writeback import COLUMNS
 from pipelines.writeback.source import (

@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config
+from pipelines.delta_util import ensure_schema
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
 
@@ -273,7 +274,7 @@ def _with_run(df: DataFrame, run_id: str) -> DataFrame:
 
 
 def ensure_writeback_tables(spark: SparkSession, t: Tables) -> None:
-    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {t.silver_schema}")
+    ensure_schema(spark, t.silver_schema)
     frames = to_writeback_silver(spark.table(t.writeback_raw).limit(0))
     for name, frame in ((t.writeback_audit, frames.audit), (t.writeback_quarantine, frames.quarantine)):
         if not spark.catalog.tableExists(name):

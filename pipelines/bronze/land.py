@@ -1,0 +1,194 @@
+"""Land new Activity Log files in bronze, exactly once, by the file ledger.
+
+One run: ledger what a killed run left unledgered; list the landing root (only recent date
+folders, unless a full listing is due); keep the files the ledger has not decided; read them in
+one batch read (raw bytes, split into lines in Spark's Python workers: one bad file is a verdict,
+not a failed job); write one Delta commit per family; ledger every file. Nothing new: no commit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import storage
+from pipelines.bronze import ledger
+from pipelines.bronze.decode import DECODED_SCHEMA, decode_batches
+from pipelines.bronze.layout import FAMILIES, RECORD_EXTENSIONS
+from pipelines.bronze.listing import ListedFile, list_landing
+from pipelines.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
+from pipelines.config import Config
+from pipelines.delta_util import create_table_if_missing
+from pipelines.tables import Tables, tables
+
+# Silver reads bronze's new rows by Delta version (change data feed: for append-only tables it
+# reads the files a commit added); per-file statistics on the columns lineage queries filter on.
+BRONZE_PROPERTIES = {
+    "delta.enableChangeDataFeed": "true",
+    "delta.dataSkippingStatsColumns": "parse_status,event_type,event_time,family,source_file,ingest_ts,run_id",
+}
+_GLOB_CHARS = "\\{}[]*?"
+
+
+@dataclass
+class LandingResult:
+    family: str
+    table: str
+    rows_landed: int
+    files_landed: int
+    malformed_rows: int
+    skipped_reason: str | None = None
+    # file verdicts of this run whose family the path tells (an unpartitioned file counts as site)
+    files_quarantined: int = 0
+    files_skipped: int = 0
+    files_changed: int = 0
+    problems: list[str] = field(default_factory=list)  # one line per file a person should look at
+
+
+def bronze_table(cfg: Config, family: str) -> str:
+    return tables(cfg).bronze_raw(family)
+
+
+def ensure_bronze_tables(spark: SparkSession, t: Tables) -> None:
+    for family in FAMILIES:
+        create_table_if_missing(spark, t.bronze_raw(family), BRONZE_SCHEMA, BRONZE_PROPERTIES)
+    ledger.ensure_ledger(spark, t)
+
+
+def _state_path(cfg: Config) -> str:
+    return storage.join(cfg.checkpoint_dir, "bronze_state.json")
+
+
+def _read_state(spark: SparkSession, cfg: Config) -> dict:
+    """Bronze's small state: the run in progress (until its ledger commit) and listings per root."""
+    text = storage.read_text(spark, _state_path(cfg))
+    try:
+        return json.loads(text) if text and text.strip() else {}
+    except json.JSONDecodeError:  # a kill mid-write: start the listing count again, recover by bronze itself
+        return {"in_progress": "unknown"}
+
+
+def _write_state(spark: SparkSession, cfg: Config, state: dict) -> None:
+    storage.write_text(spark, _state_path(cfg), json.dumps(state, sort_keys=True))
+
+
+def _listing_plan(cfg: Config, state: dict, newest: date | None, root: str, full: bool) -> date | None:
+    """None (walk every folder) or the cut-off day (recent date folders only); every folder on the
+    first run, on request, and every ``bronze.listing.full_every_runs`` runs."""
+    since_full = state.get("listings", {}).get(root, {}).get("runs_since_full")
+    if full or newest is None or since_full is None or since_full + 1 >= cfg.get("bronze.listing.full_every_runs"):
+        return None
+    return newest - timedelta(days=cfg.get("bronze.listing.lookback_days"))
+
+
+def _sql(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _spark_path(path: str) -> str:
+    """Spark globs a path with glob characters in it; escaped, it names just that file."""
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
+
+
+def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_id: str, log) -> tuple[
+        list[ledger.LedgerEntry], dict[str, dict]]:
+    """Read ``files`` in one batch, append one commit per family; -> (ledger entries, figures per family)."""
+    by_path = {f.path: f for f in files}
+    path_family = spark.createDataFrame([(f.path, f.info.family) for f in files],
+                                        "source_file string, path_family string")
+    decoded = (
+        spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
+        .load([_spark_path(f.path) for f in files])
+        .mapInArrow(decode_batches, DECODED_SCHEMA)
+        .join(F.broadcast(path_family), "source_file", "left")
+    )
+    extras = ("line_no", "file_status", "file_reason", "file_detail", "file_lines")
+    staged = to_bronze_rows(decoded, None, run_id, keep=extras).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        summaries = staged.where(F.col("line_no").isNull()).select(
+            "source_file", "file_status", "file_reason", "file_detail", "file_lines").collect()
+        lines = staged.where(F.col("line_no").isNotNull())
+        figures = {r["family"]: r.asDict() for r in lines.groupBy("family").agg(
+            F.count(F.lit(1)).alias("rows"), F.countDistinct("source_file").alias("files"),
+            F.count_if(F.col("parse_status") != "ok").alias("malformed")).collect()}
+        for family in FAMILIES:
+            if figures.get(family, {}).get("rows"):
+                (lines.where(F.col("family") == family).select(*BRONZE_COLUMNS)
+                 .write.format("delta").mode("append").option("userMetadata", ledger.COMMIT_MARK + run_id)
+                 .saveAsTable(t.bronze_raw(family)))
+    finally:
+        staged.unpersist()
+    entries = []
+    for s in summaries:
+        f = by_path.pop(s["source_file"], None)
+        if f is None:  # pragma: no cover - Spark names the file as the listing did
+            raise RuntimeError(f"bronze: read a file the listing did not name: {s['source_file']}")
+        entries.append(ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, s["file_status"], s["file_reason"],
+                                          s["file_detail"], s["file_lines"]))
+    for gone in by_path:
+        log(f"bronze: {gone} disappeared between listing and reading; it is looked for again next run")
+    return entries, figures
+
+
+def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path | str | None = None, log=print,
+                full_listing: bool = False) -> list[LandingResult]:
+    """Land every file under the landing root the ledger has not decided; one result per family."""
+    t = tables(cfg)
+    root = str(source_dir) if source_dir is not None else cfg.landing_dir
+    results = {f: LandingResult(f, t.bronze_raw(f), 0, 0, 0) for f in FAMILIES}
+    started = time.monotonic()
+    ensure_bronze_tables(spark, t)
+    state = _read_state(spark, cfg)
+    if state.get("in_progress"):  # a run was killed between its bronze commits and its ledger commit
+        ledger.recover_unledgered(spark, t, root, log=log)
+    newest = ledger.newest_path_date(spark, t)
+    cutoff = _listing_plan(cfg, state, newest, root, full_listing)
+    listed = list_landing(spark, root, cutoff)
+    known = ledger.known_versions(spark, t, cutoff)
+    to_read, entries = ledger.plan_files(listed, known)
+    walked = "every folder" if cutoff is None else f"date folders from {cutoff} on"
+    log(f"bronze: {len(listed)} files under {root} ({walked}): {len(to_read)} new to read, "
+        f"{len(entries)} decided without reading")
+    if not listed:
+        for r in results.values():
+            r.skipped_reason = f"no files under {root}"
+    figures: dict[str, dict] = {}
+    if to_read:
+        _write_state(spark, cfg, {**state, "in_progress": run_id})
+        read_entries, figures = _read_and_land(spark, t, to_read, run_id, log)
+        entries += read_entries
+    ledger.record(spark, t, entries, run_id)
+    if cutoff is None and entries:
+        ledger.compact(spark, t)  # the ledger gains a small file per run: compacted on full listings
+    listings = dict(state.get("listings", {}))
+    listings[root] = {"runs_since_full": 0 if cutoff is None else listings.get(root, {}).get("runs_since_full", 0) + 1}
+    _write_state(spark, cfg, {"listings": listings})
+    log(f"bronze: done in {time.monotonic() - started:.1f}s")
+
+    for family, fig in figures.items():
+        r = results[family]
+        r.rows_landed, r.files_landed, r.malformed_rows = fig["rows"], fig["files"], fig["malformed"]
+    for e in entries:
+        r = results[e.info.family or "site"]
+        if e.status == ledger.QUARANTINED:
+            r.files_quarantined += 1
+            r.problems.append(f"bronze: file quarantined ({e.reason}): {e.path}: {e.detail}; replace it with a good "
+                              "copy and the next refresh lands it")
+        elif e.status == ledger.SKIPPED:
+            r.files_skipped += 1
+        elif e.status == ledger.CHANGED:
+            r.files_changed += 1
+            r.problems.append(f"bronze: file changed after it landed: {e.path}: {e.detail}")
+    if listed and not any(f.info.readable for f in listed) and ledger.newest_path_date(spark, t) is None:
+        kinds = ", ".join(sorted({f.info.skip for f in listed if f.info.skip}))
+        log(f"bronze: none of the {len(listed)} files under {root} is an Activity Log file ({kinds}): looked for "
+            f"{'/'.join(RECORD_EXTENSIONS)} files (gzip or not) in the project's site/ and tenant/ folders or in "
+            "Tableau's layouts (siteLuid=…, eventType=…, y=/m=/d=/h= partitions); entityType= snapshots are skipped")
+    return [results[f] for f in FAMILIES]

@@ -1,0 +1,33 @@
+"""Small Delta Lake helpers the layers share: create a table once, read its commit history."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+
+def ensure_schema(spark: SparkSession, schema: str) -> None:
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+
+
+def create_table_if_missing(spark: SparkSession, name: str, schema_ddl: str, properties: dict[str, str] | None = None,
+                            partition_by: str | None = None) -> bool:
+    """Create ``name`` empty (its first commit adds no file, so a kill mid-create leaves nothing that
+    pipelines/recovery.py would have to keep); -> True when it was created now."""
+    if spark.catalog.tableExists(name):
+        return False
+    ensure_schema(spark, name.split(".")[0])
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in (properties or {}).items())
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({schema_ddl}) USING delta"
+              + (f" PARTITIONED BY ({partition_by})" if partition_by else "")
+              + (f" TBLPROPERTIES ({props})" if props else ""))
+    return True
+
+
+def latest_commits(spark: SparkSession, table: str, n: int) -> list[str | None]:
+    """The ``userMetadata`` of the table's last ``n`` commits, newest first."""
+    rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(n)}").select("userMetadata").collect()
+    return [r[0] for r in rows]
+
+
+def table_version(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").select("version").first()[0])
