@@ -1,4 +1,4 @@
-"""Bronze landing on generated Activity Logs, through real Spark streaming and Delta tables."""
+"""Bronze landing on generated Activity Logs, through real Spark and Delta tables and the file ledger."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines import bronze
+from pipelines.bronze import layout
+from pipelines.bronze.decode import decode_file, split_lines
 from pipelines.config import load_config
 from pipelines.generate import generate_activity_log
 from pipelines.refresh import new_run_id
+from pipelines.tables import tables
 
 pytestmark = pytest.mark.integration
 
@@ -204,3 +207,174 @@ def test_transform_flags_each_kind_of_line(spark):
     ]
     assert out[1]["event_time"] == "2024-06-16T18:03:47Z"
     assert {r["run_id"] for r in out} == {"run-1"}
+
+
+# ---------------------------------------------------------------- layouts, the ledger, poison files
+def test_paths_tell_family_layout_and_what_to_skip():
+    c = layout.classify
+    own = c("site/siteLuid=s1/y=2026/m=06/d=08/h=14/eventType=hist_login/part-00000.json.gz")
+    assert (own.family, own.layout, own.event_type, str(own.path_date)) == ("site", "auditlake", "hist_login",
+                                                                              "2026-06-08")
+    assert c("tenant/tenantId=t/y=2026/m=06/d=08/h=14/eventType=create_user/part-0.json").family == "tenant"
+    date_first = c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/eventType=hist_login/part-0001.json")
+    assert (date_first.family, date_first.layout) == ("site", "date_first")
+    schema_first = c("pod=p1/siteLuid=s1/eventType=hist_login/y=2025/m=11/d=30/h=02/part-0001.txt")
+    assert (schema_first.family, schema_first.layout, schema_first.readable) == ("site", "schema_first", True)
+    tenant = c("pod=p1/y=2025/m=11/d=30/h=02/eventType=revoke_session/part-0001.json")
+    assert (tenant.family, tenant.layout) == ("tenant", "date_first")
+    assert c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet").skip == "entity_snapshot"
+    assert c("site/x/_SUCCESS").skip == "hidden_file"
+    assert c("site/x/notes.md").skip == "not_activity_log"
+    loose = c("events.json")
+    assert (loose.family, loose.layout, loose.readable) == (None, "unpartitioned", True)
+
+
+def test_file_decoder_splits_like_hadoop_and_judges_gzip():
+    assert split_lines(b"a\r\nb\rc\n\nd") == ["a", "b", "c", "", "d"]
+    assert split_lines(b"\xef\xbb\xbfx\n") == ["x"] and split_lines(b"") == []
+    good = gzip.compress(b'{"a":1}\n{"b":2}\n')
+    assert decode_file("p.json.gz", good)[:2] == (['{"a":1}', '{"b":2}'], "landed")
+    assert decode_file("p.json", good)[1] == "landed"  # gzip by its bytes, whatever the name
+    assert decode_file("p.json.gz", b'{"a":1}\n')[1:3] == ("quarantined", "not_gzip")
+    assert decode_file("p.json.gz", good[: len(good) // 2])[1:3] == ("quarantined", "truncated_gzip")
+    assert decode_file("p.json", b"")[1:3] == ("landed", "empty_file")
+
+
+def _tableau_path(rel: Path, schema_first: bool) -> Path:
+    """The project's layout -> Tableau's (pod=, no top family folder, tenant without an id segment)."""
+    parts = list(rel.parts)
+    family, rest = parts[0], parts[1:]
+    if family == "tenant":
+        rest = rest[1:]  # tenantId=...: Cloud Manager paths carry no partition for the tenant
+    if schema_first:
+        hour = [p for p in rest if p[:2] in ("y=", "m=", "d=", "h=")]
+        etype = [p for p in rest if p.startswith("eventType=")]
+        rest = [p for p in rest[:-1] if p not in hour and p not in etype] + etype + hour + [rest[-1]]
+    return Path("pod=prod-useast-a", *rest)
+
+
+@pytest.fixture(scope="module")
+def layouts(spark, lake_dir, tmp_path_factory):
+    """The same delivery laid out three ways (and a mix), each landed in a lake of its own."""
+    source = tmp_path_factory.mktemp("layout_source")
+    generate_activity_log(source, 600, seed=17, days=1)
+    files = sorted(p for p in source.rglob("*") if p.is_file())
+    out = {}
+    for name in ("auditlake", "date_first", "schema_first", "mixed"):
+        cfg = variant(lake_dir, f"layout_{name}")
+        landing = cfg.path("paths.landing_dir")
+        for i, path in enumerate(files):
+            rel = path.relative_to(source)
+            kind = name if name != "mixed" else ("auditlake", "date_first", "schema_first")[i % 3]
+            target = landing / (rel if kind == "auditlake" else _tableau_path(rel, kind == "schema_first"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        out[name] = cfg
+    return out
+
+
+def _events_by_family(spark, cfg):
+    return sorted(
+        (r["family"], r["content_hash"])
+        for f in bronze.FAMILIES
+        for r in landed(spark, cfg, f).select("family", "content_hash").collect()
+    )
+
+
+def test_tableau_layouts_and_the_projects_own_land_the_same_events(spark, layouts):
+    reference = _events_by_family(spark, layouts["auditlake"])
+    assert len(reference) > 500 and {f for f, _ in reference} == {"site", "tenant"}
+    for name in ("date_first", "schema_first", "mixed"):
+        assert _events_by_family(spark, layouts[name]) == reference, name
+
+
+def test_tenant_files_are_told_from_site_files_by_path(spark, layouts):
+    cfg = layouts["date_first"]
+    tenant = landed(spark, cfg, "tenant")
+    assert tenant.count() > 0
+    assert tenant.where(F.col("source_file").contains("/siteLuid=")).count() == 0
+    assert landed(spark, cfg, "site").where(~F.col("source_file").contains("/siteLuid=")).count() == 0
+    ledger = spark.table(tables(cfg).file_ledger)
+    assert {r["layout"] for r in ledger.select("layout").distinct().collect()} == {"date_first"}
+    mixed = spark.table(tables(layouts["mixed"]).file_ledger)
+    assert {r["layout"] for r in mixed.select("layout").distinct().collect()} == {
+        "auditlake", "date_first", "schema_first"}
+
+
+@pytest.fixture(scope="module")
+def poisoned(spark, lake_dir):
+    """A delivery with a .gz that is not gzip, a gzip cut short and an entity snapshot among good files."""
+    cfg = variant(lake_dir, "poison")
+    landing = cfg.path("paths.landing_dir")
+    generate_activity_log(landing, 400, seed=19, days=1)
+    good = sorted((landing / "site").rglob("*.json"))[0]
+    folder = good.parent
+    payload = good.read_bytes()
+    (folder / "part-plain.json.gz").write_bytes(payload)
+    full = gzip.compress(payload)
+    (folder / "part-cut.json.gz").write_bytes(full[: len(full) // 2])
+    snapshot = landing / "pod=p1" / "siteLuid=s1" / "y=2026" / "m=06" / "d=01" / "entityType=users" / "p.parquet"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.write_bytes(b"PAR1 not read")
+    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    return cfg, landing, folder, payload, results
+
+
+def _ledger(spark, cfg, name: str):
+    return spark.table(tables(cfg).file_ledger).where(F.col("path").endswith(name)).collect()
+
+
+def test_poison_files_are_quarantined_and_the_rest_lands(spark, poisoned):
+    cfg, landing, folder, payload, results = poisoned
+    good_lines = sum(physical_lines(p) for p in landing.rglob("*.json*")
+                     if p.name not in ("part-plain.json.gz", "part-cut.json.gz"))
+    assert sum(r.rows_landed for r in results) == good_lines > 0
+    assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "part-plain.json.gz")] == [
+        ("quarantined", "not_gzip")]
+    assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "part-cut.json.gz")] == [
+        ("quarantined", "truncated_gzip")]
+    assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "p.parquet")] == [("skipped", "entity_snapshot")]
+    site = next(r for r in results if r.family == "site")
+    assert site.files_quarantined == 2 and any("part-cut.json.gz" in p for p in site.problems)
+
+
+def test_a_replaced_poison_file_lands_on_the_next_run(spark, poisoned):
+    cfg, landing, folder, payload, _ = poisoned
+    for name in ("part-plain.json.gz", "part-cut.json.gz"):
+        (folder / name).write_bytes(gzip.compress(payload))
+        os.utime(folder / name, (1_900_000_000, 1_900_000_000))  # a new version: other size and time
+    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    lines = payload.decode("utf-8").count("\n")
+    assert sum(r.rows_landed for r in results) == 2 * lines
+    for name in ("part-plain.json.gz", "part-cut.json.gz"):
+        assert sorted(r["status"] for r in _ledger(spark, cfg, name)) == ["landed", "quarantined"]
+
+
+def test_a_file_changed_after_landing_is_reported_not_landed_again(spark, poisoned):
+    cfg, landing, folder, payload, _ = poisoned
+    target = sorted(folder.glob("part-0*.json"))[0]
+    before = landed(spark, cfg, "site").count()
+    with open(target, "ab") as fh:
+        fh.write(payload.splitlines(keepends=True)[0])
+    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    assert landed(spark, cfg, "site").count() == before
+    site = next(r for r in results if r.family == "site")
+    assert site.files_changed == 1 and any(str(target) in p for p in site.problems)
+    assert sorted(r["status"] for r in _ledger(spark, cfg, str(target.relative_to(landing)))) == ["changed", "landed"]
+    again = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)  # reported once, then known
+    assert next(r for r in again if r.family == "site").files_changed == 0
+
+
+def test_a_tree_with_no_activity_log_file_says_so(spark, lake_dir):
+    cfg = variant(lake_dir, "unrecognised")
+    landing = cfg.path("paths.landing_dir")
+    snapshot = landing / "siteLuid=s1" / "y=2026" / "m=06" / "d=01" / "entityType=users" / "p.parquet"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.write_bytes(b"PAR1")
+    (landing / "notes.md").write_text("hello\n")
+    messages = []
+    results = bronze.land_bronze(spark, cfg, new_run_id(), log=messages.append)
+    assert sum(r.rows_landed for r in results) == 0
+    said = [m for m in messages if "none of the 2 files" in m]
+    assert said and "entity_snapshot" in said[0] and "siteLuid=" in said[0]

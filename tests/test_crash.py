@@ -20,11 +20,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
 # (stdout line that marks the moment, seconds to wait after it, then SIGKILL)
 KILL_POINTS = [
-    # right after silver wrote a batch, before its stream checkpoint commits
-    pytest.param(("silver: site batch 0", 0.0), id="silver-batch-written"),
-    # while bronze lands: often between Delta's first commit of the tenant table and its
-    # registration in the metastore (pipelines/recovery.py clears what that leaves)
-    pytest.param(("bronze: landing tenant", 1.0), id="bronze-landing"),
+    # between bronze's site commit and its tenant commit (the ledger knows neither yet)
+    pytest.param(("bronze: site: committed", 0.0), id="bronze-between-family-commits"),
+    # after both bronze commits, before the ledger's
+    pytest.param(("bronze: tenant: committed", 0.0), id="bronze-before-ledger"),
+    # silver while it writes its four tables (events, duplicates, quarantine, batch figures)
+    pytest.param(("silver: site: writing", 0.3), id="silver-mid-write"),
 ]
 
 
@@ -102,6 +103,11 @@ def test_a_killed_refresh_reruns_to_the_same_tables_as_an_uninterrupted_one(spar
     for name in ("quarantine", "duplicate_records", "writeback_audit"):
         tables = [_table(spark, d, "silver", name) for d in (reference, crashed)]
         assert tables[1].count() == tables[0].count(), name
+    # the file ledger: every file once, with the same verdict and row count
+    ledgers = [_table(spark, d, "bronze", "file_ledger").select("path", "status", "reason", "rows")
+               for d in (reference, crashed)]
+    assert ledgers[1].count() == ledgers[0].count() > 0
+    assert row_differences(ledgers[0], ledgers[1]) == 0
 
 
 def _delta_tables(folder: Path) -> list[str]:

@@ -119,10 +119,12 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
             F.count(F.lit(1)).alias("rows"), F.countDistinct("source_file").alias("files"),
             F.count_if(F.col("parse_status") != "ok").alias("malformed")).collect()}
         for family in FAMILIES:
-            if figures.get(family, {}).get("rows"):
+            fig = figures.get(family, {})
+            if fig.get("rows"):
                 (lines.where(F.col("family") == family).select(*BRONZE_COLUMNS)
                  .write.format("delta").mode("append").option("userMetadata", ledger.COMMIT_MARK + run_id)
                  .saveAsTable(t.bronze_raw(family)))
+                log(f"bronze: {family}: committed {fig['rows']} rows of {fig['files']} files to {t.bronze_raw(family)}")
     finally:
         staged.unpersist()
     entries = []
@@ -186,7 +188,7 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
         elif e.status == ledger.CHANGED:
             r.files_changed += 1
             r.problems.append(f"bronze: file changed after it landed: {e.path}: {e.detail}")
-    if listed and not any(f.info.readable for f in listed) and ledger.newest_path_date(spark, t) is None:
+    if listed and not any(f.info.readable for f in listed) and not ledger.has_landed(spark, t):
         kinds = ", ".join(sorted({f.info.skip for f in listed if f.info.skip}))
         log(f"bronze: none of the {len(listed)} files under {root} is an Activity Log file ({kinds}): looked for "
             f"{'/'.join(RECORD_EXTENSIONS)} files (gzip or not) in the project's site/ and tenant/ folders or in "

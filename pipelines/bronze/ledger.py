@@ -75,6 +75,10 @@ def newest_path_date(spark: SparkSession, t: Tables) -> date | None:
     return spark.table(t.file_ledger).agg(F.max("path_date")).first()[0]
 
 
+def has_landed(spark: SparkSession, t: Tables) -> bool:
+    return spark.table(t.file_ledger).where(F.col("status") == LANDED).limit(1).count() > 0
+
+
 def plan_files(listed: list[ListedFile], known: dict[str, dict[tuple[int, int], str]]) -> tuple[
         list[ListedFile], list[LedgerEntry]]:
     """-> (files to read, entries decided without reading: skipped, unreadable, changed)."""

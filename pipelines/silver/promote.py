@@ -155,8 +155,9 @@ def promote_batch(
     run_id: str,
     app_id: str,
     gate: QualityGate | None = None,
+    log=print,
 ) -> PromotionResult:
-    """Type, deduplicate, check and write one micro-batch of bronze rows.
+    """Type, deduplicate, check and write one batch of bronze rows.
 
     With a ``gate``, the batch is validated before anything is written: a failed critical
     expectation raises and the batch is not promoted (silver stays as it was)."""
@@ -201,6 +202,8 @@ def promote_batch(
         figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
 
+    log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
+        f"{result.quarantined} quarantined")
     _append(new_events, t.silver_events(family), app_id, batch_id)
     _append(duplicates, t.duplicates, app_id, batch_id)
     _append(quarantine, t.quarantine, app_id, batch_id)
@@ -268,7 +271,7 @@ def promote_family(
     for after, upto in ranges:
         storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
         batch = bronze_rows_between(spark, source, after, upto)
-        r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate)
+        r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
             f"new events, {r.duplicates} duplicates, {r.quarantined} quarantined"
