@@ -57,7 +57,7 @@ lint-sql: setup
 	@cd dbt_project && ../$(BIN)/sqlfluff lint --disable-progress-bar models
 
 # Benchmarks (not tests): figures go to docs/performance.md. `make bench BENCH="--layer all --batches 10"`
-BENCH ?= --layer bronze --events 1000000
+BENCH ?= --layer ingest --events 1000000
 bench: setup
 	@$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]"
 	@$(BIN)/auditlake bench $(BENCH)

@@ -10,7 +10,7 @@
     auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
     auditlake demo                          generate sample data, refresh every layer, summarise
-    auditlake bench --layer bronze|silver|all --events N [--batches B]
+    auditlake bench --layer ingest|all --events N [--batches B]
 
 Global: ``--env NAME`` (default $AUDITLAKE_ENV or ``local``).
 """
@@ -115,7 +115,7 @@ def cmd_generate_writeback(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def _print_summary(spark, cfg: Config, started: float) -> None:
-    from pipelines.reconcile import format_reconciliation, reconcile
+    from pipelines.reconcile import format_files, format_reconciliation, reconcile, reconcile_files
     from pipelines.refresh import table_counts
 
     counts = table_counts(spark, cfg)
@@ -124,6 +124,10 @@ def _print_summary(spark, cfg: Config, started: float) -> None:
     _log(f"{'table':<{width}} {'rows':>10}  note")
     for table, rows, note in counts:
         _log(f"{table:<{width}} {rows:>10}  {note}")
+    files = reconcile_files(spark, cfg)
+    if files is not None:
+        _log("")
+        _log(format_files(files))
     results = reconcile(spark, cfg)
     if results:
         _log("")
@@ -142,7 +146,7 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
         raise ConfigError(f"--source {source}: no such folder")
     with refresh_lock(cfg, wait_seconds=args.wait, log=_log):
         spark = build_spark(cfg)
-        run_refresh(spark, cfg, layers, source, log=_log)
+        run_refresh(spark, cfg, layers, source, log=_log, full_listing=args.full_listing)
         _print_summary(spark, cfg, started)
     return 0
 
@@ -184,16 +188,20 @@ def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.reconcile import format_reconciliation, reconcile, run_figures
+    from pipelines.reconcile import format_files, format_reconciliation, reconcile, reconcile_files, run_figures
     from pipelines.spark_session import build_spark
 
     spark = build_spark(cfg)
+    files = reconcile_files(spark, cfg)
     results = reconcile(spark, cfg)
-    if not results:
+    if not results and files is None:
         _log("reconcile: nothing landed yet")
         return 0
+    if files is not None:
+        _log(format_files(files))
+        _log("")
     _log(format_reconciliation(results, run_figures(spark, cfg)))
-    return 0 if all(r.balanced for r in results) else 1
+    return 0 if all(r.balanced for r in results) and (files is None or files.balanced) else 1
 
 
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
@@ -306,7 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--layers", default="bronze,silver,gold", help="comma-separated layers (default: bronze,silver,gold)"
     )
-    p.add_argument("--source", help="landing folder holding site/ and tenant/ (default paths.landing_dir)")
+    p.add_argument("--source", help="landing root to read (default paths.landing_dir): the project's site/ and "
+                                    "tenant/ folders or Tableau's siteLuid=/eventType= layouts, in any mix")
+    p.add_argument("--full-listing", action="store_true",
+                   help="walk every folder of the landing root, not only recent date folders")
     p.add_argument(
         "--wait", type=float, default=0.0, metavar="SECONDS",
         help="if another refresh is running, wait up to this long for it (default: exit at once, code 75)",
@@ -342,8 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cluster)
 
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
-    p.add_argument("--layer", choices=["bronze", "silver", "all"], default="bronze",
-                   help="all: one refresh of every layer per delivery batch")
+    p.add_argument("--layer", choices=["ingest", "all"], default="ingest",
+                   help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
+                        "bare scan and DuckDB; all: one refresh of every layer per delivery batch")
     p.add_argument("--events", type=_positive, default=1_000_000)
     p.add_argument("--batches", type=_positive, default=10, help="--layer all: deliveries the events arrive in")
     p.add_argument("--doc", default="docs/performance.md")
@@ -362,9 +374,41 @@ def main(argv: list[str] | None = None) -> int:
     except RefreshBusyError as exc:
         print(f"auditlake: {exc}", file=sys.stderr)
         return EXIT_BUSY
-    except (ValueError, RuntimeError) as exc:
-        print(f"auditlake: error: {exc}", file=sys.stderr)
+    except Exception as exc:  # one line a person can act on; the whole story in the log file
+        print(f"auditlake: error: {_one_line(exc)}", file=sys.stderr)
+        where = _write_traceback(cfg if "cfg" in locals() else None)
+        if where:
+            print(f"auditlake: details (Java stack trace, plan) in {where}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of what went wrong: for a Spark error its own message, without the JVM stack
+    trace and plan Spark appends."""
+    text = str(exc).strip() or type(exc).__name__
+    for marker in ("\nJVM stacktrace:", "\n\tat ", "\n== "):
+        text = text.split(marker)[0]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = lines[0] if lines else text
+    return head if len(lines) <= 1 or len(head) > 80 else f"{head} {lines[1].strip()}"
+
+
+def _write_traceback(cfg: Config | None) -> Path | None:
+    import traceback
+
+    if cfg is None:
+        return None
+    try:
+        from pipelines.spark_session import log_dir
+
+        path = log_dir(cfg) / "auditlake-errors.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"\n==== {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} auditlake {' '.join(sys.argv[1:])}\n")
+            fh.write(traceback.format_exc())
+        return path
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-"""Reconciliation: every bronze row is a silver event, a removed duplicate, or quarantined.
+"""Reconciliation: every file seen is landed, quarantined or skipped with a reason, and the rows of
+the landed files are bronze's rows; every bronze row is a silver event, a removed duplicate, or
+quarantined.
 
-Totals are checked row by row on ``bronze_id`` (not just by counting), so a row in
-two places or in none shows up. Per-run figures come from ``ops.silver_batches``.
+Rows are checked one by one on ``bronze_id`` (not just by counting), so a row in two places or in
+none shows up; files on (path, size, time) against the file ledger. Per-run figures come from
+``ops.silver_batches``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import bronze
+from pipelines.bronze import ledger
 from pipelines.config import Config
 from pipelines.tables import tables
 
@@ -71,6 +75,50 @@ def reconcile_family(spark: SparkSession, cfg: Config, family: str) -> FamilyRec
     return FamilyReconciliation(
         family, row["bronze_rows"], row["silver"], row["duplicate"], row["quarantine"], row["pending"], row["twice"]
     )
+
+
+@dataclass
+class FileReconciliation:
+    verdicts: list[tuple[str, str, int, int]]  # (status, reason, files, rows) from the file ledger
+    ledger_rows: int  # rows the ledger says its landed files hold
+    bronze_rows: int
+    bronze_files_not_ledgered: int  # files with rows in bronze and no landed verdict: must be 0
+
+    @property
+    def balanced(self) -> bool:
+        return self.ledger_rows == self.bronze_rows and self.bronze_files_not_ledgered == 0
+
+
+def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | None:
+    t = tables(cfg)
+    if not spark.catalog.tableExists(t.file_ledger):
+        return None
+    landed = spark.table(t.file_ledger).where(F.col("status") == ledger.LANDED)
+    bronze_files = None
+    bronze_rows = 0
+    for family in bronze.FAMILIES:
+        if spark.catalog.tableExists(t.bronze_raw(family)):
+            part = spark.table(t.bronze_raw(family)).groupBy("source_file", "source_file_size").count()
+            bronze_files = part if bronze_files is None else bronze_files.unionByName(part)
+    missing = 0
+    if bronze_files is not None:
+        bronze_files = bronze_files.persist()
+        bronze_rows = bronze_files.agg(F.sum("count")).first()[0] or 0
+        missing = bronze_files.join(
+            landed.select(F.col("path").alias("source_file"), F.col("size").alias("source_file_size")),
+            ["source_file", "source_file_size"], "left_anti").count()
+        bronze_files.unpersist()
+    ledger_rows = landed.agg(F.sum("rows")).first()[0] or 0
+    return FileReconciliation(ledger.file_counts(spark, t), ledger_rows, bronze_rows, missing)
+
+
+def format_files(r: FileReconciliation) -> str:
+    lines = [f"{'files':<12} {'reason':<24} {'count':>8} {'rows':>10}"]
+    lines += [f"{status:<12} {reason or '-':<24} {files:>8} {rows:>10}" for status, reason, files, rows in r.verdicts]
+    check = "ok" if r.balanced else (f"MISMATCH ({r.bronze_files_not_ledgered} bronze files without a landed verdict)"
+                                     if r.bronze_files_not_ledgered else "MISMATCH")
+    lines.append(f"rows of landed files {r.ledger_rows}, rows in bronze {r.bronze_rows}: {check}")
+    return "\n".join(lines)
 
 
 def reconcile(spark: SparkSession, cfg: Config) -> list[FamilyReconciliation]:

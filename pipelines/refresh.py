@@ -41,6 +41,7 @@ class RefreshReport:
     writeback: dict[str, object] = field(default_factory=dict)
     gold: GoldResult | None = None
     runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
+    full_listing: bool = False  # bronze walks every folder of the landing root
 
 
 def parse_layers(text: str) -> list[str]:
@@ -53,9 +54,11 @@ def parse_layers(text: str) -> list[str]:
 
 
 def run_refresh(
-    spark: SparkSession, cfg: Config, layers: list[str], source_dir: Path | None = None, log=print
+    spark: SparkSession, cfg: Config, layers: list[str], source_dir: Path | None = None, log=print,
+    full_listing: bool = False,
 ) -> RefreshReport:
     report = RefreshReport(new_run_id(), layers)
+    report.full_listing = full_listing
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
     # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
     for schema in (cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS):
@@ -102,8 +105,10 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
         writeback = getattr(report.writeback.get("bronze"), "rows_landed", 0)
         files = sum(r.files_landed for r in report.bronze)
         flagged = sum(r.malformed_rows for r in report.bronze)
+        odd = {k: sum(getattr(r, f"files_{k}") for r in report.bronze) for k in ("quarantined", "skipped", "changed")}
         return {"rows_in": landed + writeback, "rows_out": landed + writeback,
-                "detail": f"{files} files; {flagged} lines not JSON (kept, flagged); {writeback} write-back rows"}
+                "detail": f"{files} files landed, " + ", ".join(f"{n} {k}" for k, n in odd.items())
+                          + f"; {flagged} lines not JSON (kept, flagged); {writeback} write-back rows"}
     if layer == "silver":
         wb = report.writeback.get("silver")
         return {
@@ -119,7 +124,10 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
 
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
-    report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log)
+    report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing)
+    for result in report.bronze:
+        for problem in result.problems:
+            log(problem)
     report.writeback["bronze"] = writeback_bronze.land_writeback(spark, cfg, report.run_id, log=log)
 
 

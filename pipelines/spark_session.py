@@ -19,6 +19,11 @@ from pipelines.jars import jar_paths, missing_jars
 from pipelines.storage import is_uri
 
 
+def log_dir(cfg: Config) -> Path:
+    """Where Spark's log and the tracebacks of failed commands go (conf/log4j2.properties)."""
+    return cfg.data_dir / "logs"
+
+
 def spark_conf(cfg: Config) -> dict[str, str]:
     """Every Spark setting the lakehouse uses, as strings (also handy for spark-submit / Thrift)."""
     if missing_jars(cfg):
@@ -37,7 +42,8 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={metastore} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
+            f"-Dderby.system.home={metastore} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'} "
+            f"-Dauditlake.log.dir={log_dir(cfg)}"
         ),
         "spark.driver.memory": cfg.get("spark.driver_memory"),
         "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
@@ -102,11 +108,12 @@ def build_spark(cfg: Config) -> SparkSession:
     if master.startswith("local") or re.match(r"^spark://(127\.0\.0\.1|localhost)[:/]", master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cfg.metastore_dir.mkdir(parents=True, exist_ok=True)
+    log_dir(cfg).mkdir(parents=True, exist_ok=True)
     if not is_uri(cfg.warehouse_dir):
         Path(cfg.warehouse_dir).mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))
     for key, value in spark_conf(cfg).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -378,3 +378,25 @@ def test_a_tree_with_no_activity_log_file_says_so(spark, lake_dir):
     assert sum(r.rows_landed for r in results) == 0
     said = [m for m in messages if "none of the 2 files" in m]
     assert said and "entity_snapshot" in said[0] and "siteLuid=" in said[0]
+
+
+def test_files_of_a_run_killed_before_its_ledger_commit_are_not_landed_again(spark, lake_dir):
+    from pipelines import storage
+    from pipelines.bronze.land import _state_path
+
+    cfg = variant(lake_dir, "unledgered")
+    generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=29, days=1)
+    run_id = new_run_id()
+    bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
+    ledger_table = tables(cfg).file_ledger
+    files = spark.table(ledger_table).count()
+    before = {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES}
+    # what a kill between bronze's commits and the ledger's commit leaves behind
+    spark.sql(f"DELETE FROM {ledger_table} WHERE run_id = '{run_id}'")
+    storage.write_text(spark, _state_path(cfg), f'{{"in_progress": "{run_id}"}}')
+    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    assert sum(r.rows_landed for r in results) == 0
+    assert {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES} == before
+    recovered = spark.table(ledger_table).where(F.col("run_id") == run_id)
+    assert recovered.count() == files and recovered.where("status <> 'landed'").count() == 0
+    assert recovered.agg(F.sum("rows")).first()[0] == sum(before.values())

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pipelines import bronze
 from pipelines.config import load_config
 from pipelines.generate import UNKNOWN_TYPES, generate_activity_log
-from pipelines.reconcile import reconcile, run_figures
+from pipelines.reconcile import reconcile, reconcile_files, run_figures
 from pipelines.refresh import run_refresh
 from pipelines.registry import event_specs
 from pipelines.silver.plan import family_plan
@@ -55,6 +55,9 @@ def test_every_bronze_row_is_accounted_for(spark, lake):
     assert total(report.silver, "bronze_rows") == summary["lines"]
     runs = run_figures(spark, cfg)
     assert {r["silver_run_id"] for r in runs} == {report.run_id}
+    files = reconcile_files(spark, cfg)  # and every file: landed, its rows the bronze rows
+    assert files.balanced and files.bronze_rows == summary["lines"]
+    assert sum(n for status, _, n, _ in files.verdicts if status == "landed") == summary["files"]
 
 
 def test_each_dirty_kind_ends_where_it_should(spark, lake):
@@ -188,6 +191,21 @@ def test_silver_files_keep_statistics_on_the_columns_reads_filter_on(spark, lake
         for s in with_rows:
             assert {"silver_ingest_ts", "event_type", "event_time"} <= set(s["maxValues"]), (table, s["maxValues"])
             assert "event_time" in s["minValues"] and "silver_ingest_ts" in s["minValues"]
+
+
+def test_a_run_with_nothing_new_writes_no_commit(spark, lake):
+    cfg, _, _, _ = lake
+    t = tables(cfg)
+    names = [t.bronze_raw(f) for f in bronze.FAMILIES] + [t.silver_events(f) for f in bronze.FAMILIES] + [
+        t.file_ledger, t.quarantine, t.duplicates, t.silver_batches]
+
+    def versions():
+        return {n: spark.sql(f"DESCRIBE HISTORY {n} LIMIT 1").first()["version"] for n in names}
+
+    before = versions()
+    report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
+    assert sum(r.rows_landed for r in report.bronze) == 0 and sum(r.batches for r in report.silver) == 0
+    assert versions() == before
 
 
 def test_new_bronze_rows_only_are_promoted(spark, lake_dir):

@@ -116,6 +116,7 @@ def recover_unledgered(spark: SparkSession, t: Tables, root: str, log=print) -> 
     """Ledger the files of bronze commits a killed run made but did not ledger; -> files recovered."""
     recovered = 0
     log("bronze: the last run stopped before its ledger commit; checking bronze for files it landed")
+    prefix = root.rstrip("/") + "/"
     for family in FAMILIES:
         table = t.bronze_raw(family)
         if not spark.catalog.tableExists(table):
@@ -123,21 +124,21 @@ def recover_unledgered(spark: SparkSession, t: Tables, root: str, log=print) -> 
         runs = [m[len(COMMIT_MARK):] for m in latest_commits(spark, table, 3) if m and m.startswith(COMMIT_MARK)]
         if not runs:
             continue
-        ledgered = {r[0] for r in spark.table(t.file_ledger).where(F.col("run_id").isin(runs))
-                    .select("run_id").distinct().collect()}
-        for run_id in (r for r in runs if r not in ledgered):
-            files = (spark.table(table).where(F.col("run_id") == run_id)
-                     .groupBy("source_file").agg(F.first("source_file_size").alias("size"),
-                                                 F.expr("unix_millis(first(source_file_mtime))").alias("ms"),
-                                                 F.count(F.lit(1)).alias("rows")).collect())
-            prefix = root.rstrip("/") + "/"
+        known = spark.table(t.file_ledger).select(F.col("path").alias("source_file"), F.col("size").alias("bytes"),
+                                                  F.expr("unix_millis(mtime)").alias("ms"))
+        files = (spark.table(table).where(F.col("run_id").isin(runs))
+                 .groupBy("run_id", "source_file")
+                 .agg(F.first("source_file_size").alias("bytes"),
+                      F.expr("unix_millis(first(source_file_mtime))").alias("ms"), F.count(F.lit(1)).alias("rows"))
+                 .join(known, ["source_file", "bytes", "ms"], "left_anti").collect())
+        for run_id in sorted({r["run_id"] for r in files}):
             entries = [LedgerEntry(r["source_file"],
                                    classify(r["source_file"][len(prefix):] if r["source_file"].startswith(prefix)
                                             else r["source_file"]),
-                                   r["size"], r["ms"], LANDED, rows=r["rows"]) for r in files]
+                                   r["bytes"], r["ms"], LANDED, rows=r["rows"]) for r in files if r["run_id"] == run_id]
             record(spark, t, entries, run_id)
             recovered += len(entries)
-            log(f"bronze: recovered the ledger of {len(entries)} {family} files landed by interrupted run {run_id}")
+            log(f"bronze: ledgered {len(entries)} {family} files landed by interrupted run {run_id}")
     return recovered
 
 
