@@ -74,7 +74,7 @@ def refresh_lock(cfg: Config, wait_seconds: float = 0.0, log=print) -> Iterator[
 class LayerRun:
     run_id: str
     layer: str
-    status: str  # succeeded | failed
+    status: str  # succeeded | failed | skipped (gold: nothing it reads changed)
     started_at: datetime
     finished_at: datetime
     seconds: float

@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 
 from pipelines import bronze
 from pipelines.config import LAYER_SCHEMAS, Config
-from pipelines.gold.checks import reconciliation_frame, validate_gold
+from pipelines.gold import inputs as gold_inputs
+from pipelines.gold.checks import EVENT_MARTS, reconciliation_frame, validate_gold
 from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
@@ -42,6 +43,7 @@ class RefreshReport:
     gold: GoldResult | None = None
     runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
     full_listing: bool = False  # bronze walks every folder of the landing root
+    gold_skipped: bool = False  # nothing gold reads changed since its last build
 
 
 def parse_layers(text: str) -> list[str]:
@@ -84,8 +86,11 @@ def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: s
                        detail=f"{type(exc).__name__}: {exc}"[:4000])
         _record(spark, cfg, report, run, log)
         raise
-    run = LayerRun(report.run_id, layer, "succeeded", started_at, datetime.now(UTC), time.monotonic() - started,
-                   **_layer_figures(spark, cfg, report, layer))
+    skipped = layer == "gold" and report.gold_skipped
+    run = LayerRun(report.run_id, layer, "skipped" if skipped else "succeeded", started_at, datetime.now(UTC),
+                   time.monotonic() - started,
+                   **({"detail": "nothing gold reads changed since its last build"} if skipped
+                      else _layer_figures(spark, cfg, report, layer)))
     _record(spark, cfg, report, run, log)
     log(f"{layer}: {run.rows_in} rows in, {run.rows_out} out, {run.quarantined} quarantined, "
         f"{run.duplicates} duplicates, {run.seconds:.1f}s{'; ' + run.detail if run.detail else ''}")
@@ -145,6 +150,12 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
 
 def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
     _require_silver(spark, cfg)
+    inputs = gold_inputs.current_inputs(spark, cfg)
+    if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
+        report.gold_skipped = True
+        log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
+        return
+    gold_inputs.forget_built(spark, cfg)
     # silver rows promoted before the last successful gold build were tested by it
     report.gold = build_gold(spark, cfg, log=log, tests_since=last_success_start(spark, cfg, "gold"))
     if cfg.get("quality.enabled"):
@@ -155,6 +166,12 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
             report.data_docs = gate.build_data_docs()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
+    gold_inputs.record_built(spark, cfg, inputs)
+
+
+def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
+    gold = cfg.get("gold.schema")
+    return all(spark.catalog.tableExists(f"{gold}.{mart}") for mart in EVENT_MARTS)
 
 
 def _require_silver(spark: SparkSession, cfg: Config) -> None:

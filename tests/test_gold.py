@@ -59,6 +59,28 @@ def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spar
         assert row_differences(rebuilt, incremental) == 0, f"{name} differs"
 
 
+def test_a_refresh_with_nothing_new_skips_gold_and_logs_it(spark, gold_lake):
+    from pipelines.gold import inputs
+
+    cfg, _, _ = gold_lake
+    said: list[str] = []
+    report = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=said.append)
+    assert report.gold_skipped and report.gold is None
+    assert [m for m in said if m.startswith("gold: skipped")]
+    runs = spark.table(f"{cfg.get('ops.schema')}.refresh_runs").where(f"run_id = '{report.run_id}'")
+    assert {(r["layer"], r["status"]) for r in runs.collect()} == {
+        ("bronze", "succeeded"), ("silver", "succeeded"), ("gold", "skipped")}
+    # what makes gold build again: a new silver version, another setting
+    built = inputs.last_built(spark, cfg)
+    assert built == inputs.current_inputs(spark, cfg)
+    changed = json.loads(json.dumps(built))
+    changed["silver_versions"][tables(cfg).silver_events("site")] += 1
+    assert changed != built
+    other = load_config("test", environ={**variant_environ(cfg.data_dir.parent, "gold"),
+                                         "AUDITLAKE__GOLD__INACTIVE_USER_DAYS": "30"})
+    assert inputs.current_inputs(spark, other)["vars"] != built["vars"]
+
+
 def test_incremental_marts_read_silver_newer_than_a_literal_watermark(spark, gold_lake):
     # a literal (not a subquery) lets Spark skip silver's older row groups when it plans the scan
     cfg, _, _ = gold_lake

@@ -8,16 +8,20 @@ from pyspark.sql import functions as F
 from pipelines.config import Config
 
 
-def bronze_rows_frame(spark: SparkSession, batch: DataFrame, bronze_table: str) -> DataFrame:
-    """The bronze batch, with whether a parsed row has a type and how many runs landed its file."""
-    files = batch.select("source_file").distinct()
-    runs = (
-        spark.table(bronze_table)
-        .join(files, "source_file", "left_semi")
-        .groupBy("source_file")
-        .agg(F.countDistinct("run_id").alias("source_file_runs"))
+def bronze_rows_frame(spark: SparkSession, batch: DataFrame, file_ledger: str) -> DataFrame:
+    """The bronze batch, with whether a parsed row has a type and how many times its file was landed:
+    the runs that landed it within the batch, or its ``landed`` verdicts in the file ledger (read for
+    the batch's files only, never all of bronze), whichever is more."""
+    in_batch = batch.groupBy("source_file").agg(F.countDistinct("run_id").alias("_runs_in_batch"))
+    in_ledger = (
+        spark.table(file_ledger).where(F.col("status") == "landed")
+        .select(F.col("path").alias("source_file"))
+        .join(in_batch.select("source_file"), "source_file", "left_semi")
+        .groupBy("source_file").agg(F.count(F.lit(1)).alias("_landed"))
     )
-    return batch.join(runs, "source_file", "left").select(
+    runs = in_batch.join(in_ledger, "source_file", "left").select(
+        "source_file", F.greatest("_runs_in_batch", F.coalesce("_landed", F.lit(0))).alias("source_file_runs"))
+    return batch.join(F.broadcast(runs), "source_file", "left").select(
         "*", ((F.col("parse_status") != "ok") | F.col("event_type").isNotNull()).alias("event_type_present")
     )
 

@@ -194,7 +194,7 @@ def promote_batch(
     if gate is not None:
         cfg = gate.cfg
         gate.validate(
-            "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.bronze_raw(family)), run_id
+            "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.file_ledger), run_id
         )
         gate.validate(
             "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id

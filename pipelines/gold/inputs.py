@@ -1,0 +1,66 @@
+"""What a gold build was made from, to skip a build that would make the same marts.
+
+A gold build's inputs are silver's tables (at their Delta versions), the dbt project's files and
+the vars the pipeline passes. After a successful build (dbt and its gate) they are written to
+``<checkpoints>/gold_inputs.json``; a refresh whose inputs are the same skips gold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pyspark.sql import SparkSession
+
+from pipelines import storage
+from pipelines.bronze import FAMILIES
+from pipelines.config import Config
+from pipelines.delta_util import table_version
+from pipelines.gold.run import dbt_vars
+from pipelines.gold.staging import DBT_DIR
+from pipelines.tables import tables
+
+_PROJECT_PARTS = ("dbt_project.yml", "models", "macros", "tests")
+
+
+def _project_hash() -> str:
+    digest = hashlib.sha256()
+    for part in _PROJECT_PARTS:
+        root = DBT_DIR / part
+        for path in sorted([root] if root.is_file() else root.rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(DBT_DIR)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def current_inputs(spark: SparkSession, cfg: Config) -> dict:
+    t = tables(cfg)
+    sources = [t.silver_events(f) for f in FAMILIES] + [t.writeback_audit]
+    return {
+        "silver_versions": {name: table_version(spark, name) for name in sources if spark.catalog.tableExists(name)},
+        "project": _project_hash(),
+        "vars": dbt_vars(cfg),
+        "gold_schema": cfg.get("gold.schema"),
+    }
+
+
+def _path(cfg: Config) -> str:
+    return storage.join(cfg.checkpoint_dir, "gold_inputs.json")
+
+
+def last_built(spark: SparkSession, cfg: Config) -> dict | None:
+    text = storage.read_text(spark, _path(cfg))
+    try:
+        return json.loads(text) if text and text.strip() else None
+    except json.JSONDecodeError:  # a kill mid-write: build again
+        return None
+
+
+def record_built(spark: SparkSession, cfg: Config, inputs: dict) -> None:
+    storage.write_text(spark, _path(cfg), json.dumps(inputs, sort_keys=True))
+
+
+def forget_built(spark: SparkSession, cfg: Config) -> None:
+    """Before a build starts: a build killed mid-way must not look like the last good one."""
+    storage.write_text(spark, _path(cfg), "")
