@@ -2,7 +2,7 @@
 
     auditlake setup                         fetch Delta's JARs into the project cache (once)
     auditlake registry --format json        print the event registry
-    auditlake generate --out DIR --events N [--seed S] [--start ISO --days D] [--dirty]
+    auditlake generate --out DIR --events N [--seed S] [--start ISO --days D] [--dirty] [--layout L]
     auditlake generate-writeback --out FILE [--rows N] [--seed S] [--dirty]
     auditlake refresh --layers bronze [--source DIR]
     auditlake gold staging | dbt ARGS       regenerate dbt staging models; run dbt in-process
@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.config import Config, ConfigError, load_config
+from pipelines.generate.writer import LAYOUTS
 from pipelines.ops import RefreshBusyError, refresh_lock
 
 # Exit codes a scheduler can act on: 1 failed, 2 bad configuration, 75 (EX_TEMPFAIL) another
@@ -85,14 +86,16 @@ def cmd_registry(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(cfg: Config, out: Path, events: int, seed: int, start: datetime, days: int, dirty: bool) -> dict:
+def _generate(cfg: Config, out: Path, events: int, seed: int, start: datetime, days: int, dirty: bool,
+              layout: str = "auditlake") -> dict:
     from pipelines.generate import generate_activity_log
 
     started = time.monotonic()
-    summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=_log)
+    summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=_log,
+                                    layout=layout)
     _log(
         f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
-        f"({summary['gzip_files']} gzip) under {out} in {time.monotonic() - started:.1f}s"
+        f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
         + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
     )
     return summary
@@ -101,7 +104,7 @@ def _generate(cfg: Config, out: Path, events: int, seed: int, start: datetime, d
 def cmd_generate(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or _iso(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
-    _generate(cfg, Path(args.out), args.events, args.seed, start, days, args.dirty)
+    _generate(cfg, Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout)
     return 0
 
 
@@ -244,6 +247,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
             _iso(cfg.get("generate.start")),
             cfg.get("generate.days"),
             dirty=True,
+            layout=cfg.get("generate.layout"),
         )
     with refresh_lock(cfg, log=_log):
         spark = build_spark(cfg)
@@ -301,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)"
     )
+    p.add_argument("--layout", choices=list(LAYOUTS), default="auditlake",
+                   help="auditlake: site/ and tenant/ folders; date_first / schema_first: Tableau's own trees "
+                        "(pod=…/siteLuid=…/…, tenant files without siteLuid=)")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("generate-writeback", help="write a sample Write-Back historical_audit export")

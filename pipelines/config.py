@@ -65,6 +65,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "generate.seed": (int,),
     "generate.start": (str,),
     "generate.days": (int,),
+    "generate.layout": (str,),
     "writeback.source": (str,),
     "writeback.file.path": (str,),
     "writeback.file.default_database": (str,),

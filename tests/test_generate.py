@@ -631,3 +631,22 @@ def test_build_record_value_formats():
     assert big
     with pytest.raises(ValueError):
         build_record(next(s for s in event_specs("tenant")), rng, edition="legacy")
+
+
+def test_tableau_layouts_hold_the_same_files_at_tableau_paths(tmp_path):
+    from pipelines.bronze.layout import classify
+
+    trees = {}
+    for layout in ("auditlake", "date_first", "schema_first"):
+        generate_activity_log(tmp_path / layout, 300, seed=5, days=1, dirty=True, layout=layout)
+        trees[layout] = {p.relative_to(tmp_path / layout).as_posix(): p.read_bytes()
+                         for p in (tmp_path / layout).rglob("*") if p.is_file()}
+    contents = {name: sorted(tree.values()) for name, tree in trees.items()}
+    assert contents["date_first"] == contents["auditlake"] == contents["schema_first"]
+    for name in ("date_first", "schema_first"):
+        infos = [classify(rel) for rel in trees[name]]
+        assert {i.layout for i in infos} == {name}
+        assert {i.family for i in infos} == {"site", "tenant"}
+        assert all(rel.startswith("pod=") for rel in trees[name])
+    own = {rel: classify(rel).family for rel in trees["auditlake"]}
+    assert all(family == rel.split("/")[0] for rel, family in own.items())

@@ -31,11 +31,14 @@ def generate_activity_log(
     days: int = 7,
     dirty: bool = False,
     progress: Callable[[str], None] | None = None,
+    layout: str = "auditlake",
 ) -> dict:
     """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
 
     Layout: ``site/siteLuid=<luid>/y=YYYY/m=MM/d=DD/h=HH/eventType=<type>/part-NNNNN.json[.gz]``
-    and ``tenant/tenantId=<id>/...`` the same way; one NDJSON record per line, UTF-8, ``\\n``
+    and ``tenant/tenantId=<id>/...`` the same way (``layout="auditlake"``), or Tableau's own
+    ``date_first`` / ``schema_first`` trees (``pod=…/siteLuid=…/…``, see ``writer.py``: the same
+    files, at other paths); one NDJSON record per line, UTF-8, ``\\n``
     line ends; about one file in five gzip-compressed. The hour folder is the hour of the
     record's ``eventTime`` (late records excepted). One file per (site or tenant, hour, event
     type) and run, plus ``part-00001`` files for redeliveries when ``dirty``.
@@ -64,7 +67,7 @@ def generate_activity_log(
         start = start.replace(tzinfo=UTC)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return Generator(out, int(events), seed, start, days, dirty, progress).run()
+    return Generator(out, int(events), seed, start, days, dirty, progress, layout).run()
 
 
 __all__ = [

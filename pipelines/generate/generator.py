@@ -128,6 +128,7 @@ class Generator:
         days: int,
         dirty: bool,
         progress: Callable[[str], None] | None,
+        layout: str = "auditlake",
     ) -> None:
         if events < 0 or days < 1:
             raise ValueError("events must be >= 0 and days >= 1")
@@ -148,7 +149,7 @@ class Generator:
             target = per_kind_target(events)
             file_dirt = FileDirt(seed, self.stats, target, est_files=min(12_000, 600 + events // 5))
             self.ring = deque(maxlen=256)
-        self.writer = PartitionWriter(Path(out_dir), self.stats, file_dirt)
+        self.writer = PartitionWriter(Path(out_dir), self.stats, file_dirt, layout)
         self.record_dirt = RecordDirt(self, seed, per_kind_target(events), self.hours) if dirty else None
         self.open_hour = self.start_us // HOUR_US - 3
         self.produced = 0

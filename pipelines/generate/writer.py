@@ -1,7 +1,12 @@
-"""Hourly partitioned NDJSON output, as third-party extractors lay it out.
+"""Hourly partitioned NDJSON output, in one of the layouts bronze reads.
 
+``auditlake`` (the project's own):
 ``site/siteLuid=<luid>/y=YYYY/m=MM/d=DD/h=HH/eventType=<type>/part-NNNNN.json[.gz]``
 ``tenant/tenantId=<id>/y=YYYY/m=MM/d=DD/h=HH/eventType=<type>/part-NNNNN.json[.gz]``
+``date_first`` (Tableau Cloud Manager, the S3 replica): ``pod=<pod>/siteLuid=<luid>/y=…/h=HH/eventType=<type>/…``,
+tenant files without ``siteLuid=``; ``schema_first`` (Tableau's extractor): the event type before the hour.
+Which files are gzip and which carry dirt is decided on the ``auditlake`` path, so every layout
+holds the same bytes.
 
 Lines are buffered per hour folder and written when the generator has moved
 far enough past that hour; every (partition, hour, event type, part) group
@@ -19,6 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 PARTITION_KEY = {"site": "siteLuid", "tenant": "tenantId"}
+LAYOUTS = ("auditlake", "date_first", "schema_first")
+POD = "prod-useast-a"
+
+
+def layout_dir(layout: str, family: str, partition: str, folder: str, event_type: str) -> str:
+    """The folder of one (family, partition, hour, event type) file in ``layout``."""
+    if layout == "auditlake":
+        return f"{family}/{PARTITION_KEY[family]}={partition}/{folder}/eventType={event_type}"
+    site = f"/siteLuid={partition}" if family == "site" else ""  # Cloud Manager files: no tenant segment
+    if layout == "date_first":
+        return f"pod={POD}{site}/{folder}/eventType={event_type}"
+    if layout == "schema_first":
+        return f"pod={POD}{site}/eventType={event_type}/{folder}"
+    raise ValueError(f"unknown layout {layout!r}; one of {', '.join(LAYOUTS)}")
 
 
 def hour_folder(abs_hour: int) -> str:
@@ -33,7 +52,9 @@ def is_gzip_path(rel: str) -> bool:
 class PartitionWriter:
     """Buffers ``(time, line)`` per hour and group; writes whole files on flush."""
 
-    def __init__(self, out_dir: Path, stats, file_dirt=None):
+    def __init__(self, out_dir: Path, stats, file_dirt=None, layout: str = "auditlake"):
+        layout_dir(layout, "site", "x", "y=2026", "e")  # an unknown layout fails here, before any file
+        self.layout = layout
         self.out = Path(out_dir)
         self.stats = stats
         self.file_dirt = file_dirt
@@ -98,10 +119,11 @@ class PartitionWriter:
                 with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="", compresslevel=6) as fh:
                     fh.write(data)
                 data = buf.getvalue()
-            if rel_dir not in self._dirs:
-                (self.out / rel_dir).mkdir(parents=True, exist_ok=True)
-                self._dirs.add(rel_dir)
-            with open(self.out / rel, "wb") as fh:
+            out_dir = layout_dir(self.layout, family, partition, folder, event_type)
+            if out_dir not in self._dirs:
+                (self.out / out_dir).mkdir(parents=True, exist_ok=True)
+                self._dirs.add(out_dir)
+            with open(self.out / out_dir / rel.rsplit("/", 1)[1], "wb") as fh:
                 fh.write(data)
             self.stats.files += 1
             self.stats.gzip_files += int(gz)
