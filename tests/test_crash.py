@@ -78,14 +78,21 @@ def _table(spark, data_dir: Path, schema: str, name: str):
     return spark.read.format("delta").load(str(data_dir / "warehouse" / f"{schema}.db" / name))
 
 
-@pytest.mark.parametrize("kill_at", KILL_POINTS)
-def test_a_killed_refresh_reruns_to_the_same_tables_as_an_uninterrupted_one(spark, tmp_path, kill_at):
-    source = tmp_path / "delivery"
-    generate_activity_log(source, 1500, seed=23, days=1, dirty=True)
-    reference, crashed = tmp_path / "reference", tmp_path / "crashed"
-
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
+    """One delivery and the lakehouse an uninterrupted refresh makes of it (shared by the kill points)."""
+    root = tmp_path_factory.mktemp("crash")
+    source, reference = root / "delivery", root / "reference"
+    generate_activity_log(source, 600, seed=23, days=1, dirty=True)
     code, out = _refresh(reference, source)
     assert code == 0, out[-3000:]
+    return source, reference
+
+
+@pytest.mark.parametrize("kill_at", KILL_POINTS)
+def test_a_killed_refresh_reruns_to_the_same_tables_as_an_uninterrupted_one(spark, tmp_path, uninterrupted, kill_at):
+    source, reference = uninterrupted
+    crashed = tmp_path / "crashed"
     code, out = _refresh(crashed, source, kill_at=kill_at)
     assert code == -signal.SIGKILL, out[-3000:]
     code, out = _refresh(crashed, source)

@@ -17,7 +17,6 @@ from pipelines.silver.plan import (
     CURRENT_ONLY_COMMON,
     FamilyPlan,
     family_plan,
-    wide_field_names,
     wide_schema_ddl,
 )
 
@@ -133,14 +132,13 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     line = F.col("raw_line")
     parsable = F.when(line.startswith(_BOM), F.substring(line, 2, 1 << 30)).otherwise(line)
     # One parse of the line for flat records; envelopes parse their event object a second time.
-    top = F.from_json(parsable, wide_schema_ddl(plan, extra=("event", "metadata")))
-    top_attrs = F.expr("struct(" + ", ".join(f"`_top`.`{n}`" for n in wide_field_names(plan)) + ")")
+    # The envelope's event object is parsed with the same struct type, so a flat record's attributes
+    # are the top-level struct itself (no copy of ~250 fields per row).
+    wide = wide_schema_ddl(plan, extra=("event", "metadata"))
     is_envelope = F.col("record_shape") == "envelope"
     rows = (
-        rows.withColumn("_top", top)
-        .withColumn(
-            "_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide_schema_ddl(plan))).otherwise(top_attrs)
-        )
+        rows.withColumn("_top", F.from_json(parsable, wide))
+        .withColumn("_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide)).otherwise(F.col("_top")))
         .withColumn("_attrs_json", F.when(is_envelope, F.col("_top.event")).otherwise(parsable))
         .withColumn("_canonical_type", _canonical_event_type(plan, "event_type"))
     )
@@ -167,13 +165,17 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
 
 
 def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) -> DataFrame:
-    """Typed columns, rescue and identity, as SQL text (see ``_sql_map`` for why text)."""
+    """Typed columns, rescue and identity, as SQL text (see ``_sql_map`` for why text).
+
+    Written for speed on rows that carry a few dozen of a family's ~250 attributes: each column
+    tests its raw value for NULL first (an absent attribute costs one check), and only columns whose
+    cast can fail (not strings) are checked for values to rescue. One projection types, the next
+    adds the event id; nothing per attribute is materialised in between."""
     etype = "`_canonical_type`"
-    checks: list[str] = []  # per attribute: does it apply to this event type, and does its value fit
     typed: list[str] = []
     bad_names: list[str] = []
     bad_values: list[str] = []
-    for i, col in enumerate(c for c in plan.columns if c.attribute != "eventTime"):
+    for col in (c for c in plan.columns if c.attribute != "eventTime"):
         raw = f"`_attrs`.`{col.attribute}`"
         if col.attribute == "eventType":
             # In a flat record the top-level eventType names the event; only an envelope's
@@ -182,6 +184,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         applies = "TRUE" if col.common else _sql_in(etype, col.event_types)
         if col.common or col.uniform:
             fits = f"try_cast({raw} AS {col.physical_type}) IS NOT NULL"
+            can_fail = col.physical_type != "string"
         else:  # one name, several documented types: check against this event type's own
             arms = " ".join(
                 f"WHEN {_sql_in(etype, [e for e, t in col.types_by_event if t == spark_type])} "
@@ -189,14 +192,19 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
                 for spark_type in sorted({t for _, t in col.types_by_event})
             )
             fits = f"CASE {arms} ELSE FALSE END"
-        checks += [f"({raw}) AS `_raw{i}`", f"({applies}) AS `_applies{i}`", f"({fits}) AS `_fits{i}`"]
-        typed.append(
-            f"CASE WHEN `_applies{i}` AND `_fits{i}` THEN try_cast(`_raw{i}` AS {col.physical_type}) END"
-            f" AS `{col.column}`"
-        )
-        bad = f"`_raw{i}` IS NOT NULL AND `_applies{i}` AND NOT `_fits{i}`"
-        bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
-        bad_values.append(f"CASE WHEN {bad} THEN `_raw{i}` END")
+            can_fail = True
+        if col.common:
+            typed.append(f"try_cast({raw} AS {col.physical_type}) AS `{col.column}`")
+        elif col.uniform:
+            typed.append(f"CASE WHEN {raw} IS NOT NULL AND {applies} THEN try_cast({raw} AS {col.physical_type}) END"
+                         f" AS `{col.column}`")
+        else:
+            typed.append(f"CASE WHEN {raw} IS NOT NULL AND {fits} THEN try_cast({raw} AS {col.physical_type}) END"
+                         f" AS `{col.column}`")
+        if can_fail:  # a string always casts to string: nothing to rescue
+            bad = f"{raw} IS NOT NULL AND {applies} AND NOT ({fits})"
+            bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
+            bad_values.append(f"CASE WHEN {bad} THEN {raw} END")
 
     known = _sql_map(
         {e: "array(" + ", ".join(_sql_str(k) for k in keys + ("eventType",)) + ")" for e, keys in plan.keys_by_event}
@@ -206,28 +214,26 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
     if plan.family == "site":
         looks_legacy = " AND ".join(f"`_attrs`.`{n}` IS NULL" for n in CURRENT_ONLY_COMMON)
     edition = f"CASE WHEN {_sql_in(etype, plan.legacy_event_types)} AND {looks_legacy} THEN 'legacy' ELSE 'current' END"
-
-    staged = rows.selectExpr("*", *checks, f"{unknown_keys} AS `_unknown_keys`", f"{edition} AS `_edition`").selectExpr(
-        "*",
+    rescued_map = (
         "map_concat("
-        "  CASE WHEN size(`_unknown_keys`) > 0 THEN map_filter(from_json(`_attrs_json`, 'map<string,string>'),"
-        "    (k, v) -> array_contains(`_unknown_keys`, k)) ELSE map() END,"
-        f"  map_from_arrays(array_compact(array({', '.join(bad_names)})),"
-        f"                  array_compact(array({', '.join(bad_values)})))"
-        ") AS `_rescued_map`",
+        f"  CASE WHEN size({unknown_keys}) > 0 THEN map_filter(from_json(`_attrs_json`, 'map<string,string>'),"
+        f"    (k, v) -> array_contains({unknown_keys}, k)) ELSE map() END,"
+        f"  map_from_arrays(array_compact(array({', '.join(bad_names) or 'CAST(NULL AS STRING)'})),"
+        f"                  array_compact(array({', '.join(bad_values) or 'CAST(NULL AS STRING)'})))"
+        ")"
     )
-    typed_frame = staged.selectExpr(
+    typed_frame = rows.selectExpr(
         f"{etype} AS event_type",
         "event_time",
         "to_date(event_time) AS event_date",
         f"{_sql_str(plan.family)} AS family",
         "record_shape",
-        "`_edition` AS edition",
+        f"{edition} AS edition",
         *typed,
         "CASE WHEN record_shape = 'envelope' THEN `_top`.`traceUuid` END AS envelope_trace_uuid",
         "CASE WHEN record_shape = 'envelope' THEN get_json_object(`_top`.`metadata`, '$.eventVersion') END"
         " AS envelope_event_version",
-        "CASE WHEN size(`_rescued_map`) > 0 THEN to_json(`_rescued_map`) END AS `_rescued_data`",
+        f"nullif(to_json({rescued_map}), '{{}}') AS `_rescued_data`",
         *LINEAGE_COLUMNS,
         *keep,
     )
