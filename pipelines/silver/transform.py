@@ -175,6 +175,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
     typed: list[str] = []
     bad_names: list[str] = []
     bad_values: list[str] = []
+    bad_conditions: list[str] = []
     for col in (c for c in plan.columns if c.attribute != "eventTime"):
         raw = f"`_attrs`.`{col.attribute}`"
         if col.attribute == "eventType":
@@ -203,6 +204,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
                          f" AS `{col.column}`")
         if can_fail:  # a string always casts to string: nothing to rescue
             bad = f"{raw} IS NOT NULL AND {applies} AND NOT ({fits})"
+            bad_conditions.append(bad)
             bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
             bad_values.append(f"CASE WHEN {bad} THEN {raw} END")
 
@@ -222,6 +224,11 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         f"                  array_compact(array({', '.join(bad_values) or 'CAST(NULL AS STRING)'})))"
         ")"
     )
+    # map_filter and array_compact are higher-order functions, which Spark evaluates without code
+    # generation (with everything below them): run them only for the rare row with something to rescue.
+    anything_bad = " OR ".join(f"({b})" for b in bad_conditions) or "FALSE"
+    rescued = (f"CASE WHEN size({unknown_keys}) > 0 OR {anything_bad} "
+               f"THEN nullif(to_json({rescued_map}), '{{}}') END")
     typed_frame = rows.selectExpr(
         f"{etype} AS event_type",
         "event_time",
@@ -233,7 +240,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         "CASE WHEN record_shape = 'envelope' THEN `_top`.`traceUuid` END AS envelope_trace_uuid",
         "CASE WHEN record_shape = 'envelope' THEN get_json_object(`_top`.`metadata`, '$.eventVersion') END"
         " AS envelope_event_version",
-        f"nullif(to_json({rescued_map}), '{{}}') AS `_rescued_data`",
+        f"{rescued} AS `_rescued_data`",
         *LINEAGE_COLUMNS,
         *keep,
     )
