@@ -39,6 +39,11 @@ def is_dir(spark: SparkSession, location: str) -> bool:
     return bool(fs.exists(path) and fs.getFileStatus(path).isDirectory())
 
 
+def exists(spark: SparkSession, location: str) -> bool:
+    fs, path = _fs(spark, location)
+    return bool(fs.exists(path))
+
+
 def read_text(spark: SparkSession, location: str) -> str | None:
     """The file's text, or None when there is no such file."""
     fs, path = _fs(spark, location)

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from pipelines import bronze
 from pipelines.bronze import layout
-from pipelines.bronze.decode import decode_file, split_lines
+from pipelines.bronze.decode import check_gzip
 from pipelines.config import load_config
 from pipelines.generate import generate_activity_log
 from pipelines.refresh import new_run_id
@@ -229,15 +229,15 @@ def test_paths_tell_family_layout_and_what_to_skip():
     assert (loose.family, loose.layout, loose.readable) == (None, "unpartitioned", True)
 
 
-def test_file_decoder_splits_like_hadoop_and_judges_gzip():
-    assert split_lines(b"a\r\nb\rc\n\nd") == ["a", "b", "c", "", "d"]
-    assert split_lines(b"\xef\xbb\xbfx\n") == ["x"] and split_lines(b"") == []
+def test_gzip_files_are_judged_one_by_one():
     good = gzip.compress(b'{"a":1}\n{"b":2}\n')
-    assert decode_file("p.json.gz", good)[:2] == (['{"a":1}', '{"b":2}'], "landed")
-    assert decode_file("p.json", good)[1] == "landed"  # gzip by its bytes, whatever the name
-    assert decode_file("p.json.gz", b'{"a":1}\n')[1:3] == ("quarantined", "not_gzip")
-    assert decode_file("p.json.gz", good[: len(good) // 2])[1:3] == ("quarantined", "truncated_gzip")
-    assert decode_file("p.json", b"")[1:3] == ("landed", "empty_file")
+    assert check_gzip(good) == ("landed", None, None)
+    assert check_gzip(good + gzip.compress(b"{}\n"))[0] == "landed"  # several members, as Hadoop reads them
+    assert check_gzip(b'{"a":1}\n')[:2] == ("quarantined", "not_gzip")
+    assert check_gzip(good[: len(good) // 2])[:2] == ("quarantined", "truncated_gzip")
+    broken = bytearray(good)
+    broken[-8] ^= 0xFF  # the CRC no longer matches
+    assert check_gzip(bytes(broken))[:2] == ("quarantined", "corrupt_gzip")
 
 
 def _tableau_path(rel: Path, schema_first: bool) -> Path:

@@ -15,13 +15,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.bronze import ledger
-from pipelines.bronze.decode import DECODED_SCHEMA, decode_batches
-from pipelines.bronze.layout import FAMILIES, RECORD_EXTENSIONS
+from pipelines.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches
+from pipelines.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
 from pipelines.bronze.listing import ListedFile, list_landing
 from pipelines.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
 from pipelines.config import Config
@@ -97,45 +97,89 @@ def _spark_path(path: str) -> str:
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
+def _lineage_path(col: Column) -> Column:
+    # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
+    # form the listing gives. '+' is protected first because url_decode reads it as a space.
+    return F.regexp_replace(F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B"))), r"^file:(//)?", "")
+
+
+def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
+    """Every line of ``files`` (gzip by name), with the file's lineage: Spark's own text source."""
+    return (
+        spark.read.option("ignoreMissingFiles", "true").text([_spark_path(f.path) for f in files])
+        .select("value", _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
+                F.col("_metadata.file_size").alias("source_file_size"),
+                F.col("_metadata.file_modification_time").alias("source_file_mtime"))
+    )
+
+
+def _gzip_verdicts(spark: SparkSession, files: list[ListedFile]) -> dict[str, tuple[str, str | None, str | None]]:
+    """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that Spark could open."""
+    gz = [f for f in files if named_gzip(f.path)]
+    if not gz:
+        return {}
+    checked = (spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
+               .load([_spark_path(f.path) for f in gz]).mapInArrow(check_batches, CHECK_SCHEMA)
+               # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
+               .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason",
+                       "file_detail"))
+    return {r["path"]: (r["file_status"], r["file_reason"], r["file_detail"]) for r in checked.collect()}
+
+
+def _write(frame: DataFrame, table: str, run_id: str) -> None:
+    (frame.select(*BRONZE_COLUMNS).write.format("delta").mode("append")
+     .option("userMetadata", ledger.COMMIT_MARK + run_id).saveAsTable(table))
+
+
 def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_id: str, log) -> tuple[
         list[ledger.LedgerEntry], dict[str, dict]]:
-    """Read ``files`` in one batch, append one commit per family; -> (ledger entries, figures per family)."""
-    by_path = {f.path: f for f in files}
-    path_family = spark.createDataFrame([(f.path, f.info.family) for f in files],
-                                        "source_file string, path_family string")
-    decoded = (
-        spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
-        .load([_spark_path(f.path) for f in files])
-        .mapInArrow(decode_batches, DECODED_SCHEMA)
-        .join(F.broadcast(path_family), "source_file", "left")
-    )
-    extras = ("line_no", "file_status", "file_reason", "file_detail", "file_lines")
-    staged = to_bronze_rows(decoded, None, run_id, keep=extras).persist(StorageLevel.MEMORY_AND_DISK)
+    """Judge the new .gz files, read the good ones with the rest, append one commit per family;
+    -> (ledger entries, figures per family)."""
+    verdicts = _gzip_verdicts(spark, files)
+    entries = [ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])
+               for f in files if verdicts.get(f.path, (LANDED,))[0] != LANDED]
+    good = [f for f in files if verdicts.get(f.path, (LANDED,))[0] == LANDED]
+    # The path tells the family of nearly every file: one read and one commit per family. Files whose
+    # path says nothing are read once (kept in memory) and split by their records.
+    unsure = [f for f in good if f.info.family is None]
+    if unsure:
+        mixed = to_bronze_rows(_read_lines(spark, unsure).withColumn("path_family", F.lit(None).cast("string")),
+                               None, run_id).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        summaries = staged.where(F.col("line_no").isNull()).select(
-            "source_file", "file_status", "file_reason", "file_detail", "file_lines").collect()
-        lines = staged.where(F.col("line_no").isNotNull())
-        figures = {r["family"]: r.asDict() for r in lines.groupBy("family").agg(
-            F.count(F.lit(1)).alias("rows"), F.countDistinct("source_file").alias("files"),
-            F.count_if(F.col("parse_status") != "ok").alias("malformed")).collect()}
         for family in FAMILIES:
-            fig = figures.get(family, {})
-            if fig.get("rows"):
-                (lines.where(F.col("family") == family).select(*BRONZE_COLUMNS)
-                 .write.format("delta").mode("append").option("userMetadata", ledger.COMMIT_MARK + run_id)
-                 .saveAsTable(t.bronze_raw(family)))
-                log(f"bronze: {family}: committed {fig['rows']} rows of {fig['files']} files to {t.bronze_raw(family)}")
+            mine = [f for f in good if f.info.family == family]
+            frames = [to_bronze_rows(_read_lines(spark, mine), family, run_id)] if mine else []
+            if unsure:
+                frames.append(mixed.where(F.col("family") == family))
+            if frames and (sum(f.size for f in mine) or unsure):
+                frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+                _write(frame, t.bronze_raw(family), run_id)
+                log(f"bronze: {family}: committed the lines of {len(mine)} files to {t.bronze_raw(family)}")
     finally:
-        staged.unpersist()
-    entries = []
-    for s in summaries:
-        f = by_path.pop(s["source_file"], None)
-        if f is None:  # pragma: no cover - Spark names the file as the listing did
-            raise RuntimeError(f"bronze: read a file the listing did not name: {s['source_file']}")
-        entries.append(ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, s["file_status"], s["file_reason"],
-                                          s["file_detail"], s["file_lines"]))
-    for gone in by_path:
-        log(f"bronze: {gone} disappeared between listing and reading; it is looked for again next run")
+        if unsure:
+            mixed.unpersist()
+    # What each file gave, read back from this run's commits (two narrow columns of the new files).
+    landed = None
+    for family in FAMILIES:
+        part = (spark.table(t.bronze_raw(family)).where(F.col("run_id") == run_id).groupBy("source_file")
+                .agg(F.count(F.lit(1)).alias("rows"), F.count_if(F.col("parse_status") != "ok").alias("malformed"))
+                .withColumn("family", F.lit(family)))
+        landed = part if landed is None else landed.unionByName(part)
+    per_file: dict[str, int] = {}
+    figures: dict[str, dict] = {}
+    for r in landed.collect():
+        per_file[r["source_file"]] = per_file.get(r["source_file"], 0) + r["rows"]
+        fig = figures.setdefault(r["family"], {"rows": 0, "files": 0, "malformed": 0})
+        fig["rows"] += r["rows"]
+        fig["files"] += 1
+        fig["malformed"] += r["malformed"]
+    for f in good:
+        rows = per_file.get(f.path, 0)
+        if not rows and not storage.exists(spark, f.path):
+            log(f"bronze: {f.path} disappeared between listing and reading; it is looked for again next run")
+            continue
+        entries.append(ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, LANDED, None if rows else EMPTY_FILE,
+                                          None, rows))
     return entries, figures
 
 

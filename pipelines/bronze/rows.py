@@ -45,11 +45,10 @@ def strip_bom(line: Column) -> Column:
     return F.when(line.startswith(BOM), F.substring(line, 2, 1 << 30)).otherwise(line)
 
 
-def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str, keep: tuple[str, ...] = ()) -> DataFrame:
+def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str) -> DataFrame:
     """``raw`` has ``value`` (the line), ``source_file``, ``source_file_size``, ``source_file_mtime``
     and, when ``family`` is None, ``path_family`` (the family the file's path says, or NULL: then
-    the record decides: ``siteLuid`` makes it a site event, ``tenantId`` a tenant one, else site).
-    ``keep``: further columns of ``raw`` passed through."""
+    the record decides: ``siteLuid`` makes it a site event, ``tenantId`` a tenant one, else site)."""
     line = F.col("value")
     parsable = strip_bom(line)
     parsed = F.from_json(
@@ -90,5 +89,4 @@ def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str, keep: tuple[
         F.sha2(line, 256).alias("content_hash"),
         F.current_timestamp().alias("ingest_ts"),
         F.lit(run_id).alias("run_id"),
-        *keep,
     )
