@@ -35,6 +35,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "spark.master": (str,),
     "spark.driver_memory": (str,),
     "spark.shuffle_partitions": (int,),
+    "spark.file_open_cost_bytes": (int,),
     "spark.extra_conf": (dict,),
     "jars": (list,),
     "bronze.schema": (str,),

@@ -56,6 +56,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # the bronze benchmark, see docs/performance.md).
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
         "spark.ui.showConsoleProgress": "false",
+        # Activity Log files are small (one per hour and event type, kilobytes each): packed into
+        # read tasks as if each cost 4 MB to open (Spark's default), 11,500 of them make ~360 tasks
+        # and as many Parquet files per bronze commit; at this cost a few dozen.
+        "spark.sql.files.openCostInBytes": str(cfg.get("spark.file_open_cost_bytes")),
         # When dbt replaces a Delta table, Spark first tries to store its columns Hive's way over
         # the placeholder the metastore holds; Hive's type check refuses (an ERROR in the log) and
         # Spark falls back to its own format. Delta owns the schema: skip Hive's check.

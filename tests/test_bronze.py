@@ -339,6 +339,20 @@ def test_poison_files_are_quarantined_and_the_rest_lands(spark, poisoned):
     assert site.files_quarantined == 2 and any("part-cut.json.gz" in p for p in site.problems)
 
 
+def test_gzip_files_are_judged_alike_on_the_driver_and_in_spark(spark, poisoned):
+    from pipelines.bronze.land import gzip_verdicts
+    from pipelines.bronze.listing import list_landing
+
+    cfg, landing, _, _, _ = poisoned
+    listed = list_landing(spark, str(landing))
+    on_driver = gzip_verdicts(spark, listed, on_driver=True)
+    in_spark = gzip_verdicts(spark, listed, on_driver=False)  # the path object storage takes
+    assert in_spark == on_driver
+    gz_files = sum(p.name.endswith(".gz") for p in landing.rglob("*"))
+    assert sum(v[0] == "landed" for v in in_spark.values()) == gz_files - 2
+    assert {v[1] for v in in_spark.values()} == {None, "not_gzip", "truncated_gzip"}
+
+
 def test_a_replaced_poison_file_lands_on_the_next_run(spark, poisoned):
     cfg, landing, folder, payload, _ = poisoned
     for name in ("part-plain.json.gz", "part-cut.json.gz"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.bronze import ledger
-from pipelines.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches
+from pipelines.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches, check_gzip
 from pipelines.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
 from pipelines.bronze.listing import ListedFile, list_landing
 from pipelines.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
@@ -113,11 +114,24 @@ def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
     )
 
 
-def _gzip_verdicts(spark: SparkSession, files: list[ListedFile]) -> dict[str, tuple[str, str | None, str | None]]:
-    """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that Spark could open."""
+def gzip_verdicts(spark: SparkSession, files: list[ListedFile], on_driver: bool | None = None) -> dict[
+        str, tuple[str, str | None, str | None]]:
+    """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that could be opened:
+    local files on the driver (``on_driver`` None: when no path is a URI), else in a Spark job."""
     gz = [f for f in files if named_gzip(f.path)]
     if not gz:
         return {}
+    if on_driver if on_driver is not None else not any(storage.is_uri(f.path) for f in gz):
+        # Local files: read and decompress them here, two at a time (zlib releases the GIL); no job.
+        def judge(f: ListedFile) -> tuple[str, tuple]:
+            try:
+                with open(f.path, "rb") as fh:
+                    return f.path, check_gzip(fh.read())
+            except FileNotFoundError:
+                return f.path, ("missing", None, None)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return {path: v for path, v in pool.map(judge, gz) if v[0] != "missing"}
     checked = (spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
                .load([_spark_path(f.path) for f in gz]).mapInArrow(check_batches, CHECK_SCHEMA)
                # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
@@ -135,7 +149,7 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
         list[ledger.LedgerEntry], dict[str, dict]]:
     """Judge the new .gz files, read the good ones with the rest, append one commit per family;
     -> (ledger entries, figures per family)."""
-    verdicts = _gzip_verdicts(spark, files)
+    verdicts = gzip_verdicts(spark, files)
     entries = [ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])
                for f in files if verdicts.get(f.path, (LANDED,))[0] != LANDED]
     good = [f for f in files if verdicts.get(f.path, (LANDED,))[0] == LANDED]
