@@ -173,6 +173,33 @@ def _add_increment(landing: Path, events: int) -> int:
     return moved
 
 
+def _spark_jobs(spark) -> list[dict]:
+    """Every finished job of this session (id, seconds, where it came from), from Spark's REST API;
+    [] when the UI is off."""
+    import json
+    import urllib.request
+
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return []
+    app = spark.sparkContext.applicationId
+    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/jobs", timeout=10) as response:
+        jobs = json.load(response)
+
+    def ts(text: str) -> datetime:
+        return datetime.strptime(text[:23], "%Y-%m-%dT%H:%M:%S.%f")
+
+    return [{"id": j["jobId"], "seconds": (ts(j["completionTime"]) - ts(j["submissionTime"])).total_seconds(),
+             "tasks": j["numTasks"], "name": j["name"]} for j in jobs if j.get("completionTime")]
+
+
+def _where_time_goes(before: list[dict], after: list[dict], top: int = 6) -> list[str]:
+    """The longest jobs run between two snapshots: 'seconds s, tasks tasks: call site'."""
+    seen = {j["id"] for j in before}
+    new = sorted((j for j in after if j["id"] not in seen), key=lambda j: -j["seconds"])[:top]
+    return [f"{j['seconds']:.1f} s, {j['tasks']} tasks: {j['name'].split(' at ')[-1][:70]}" for j in new]
+
+
 def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, events: int, log) -> dict:
     from pipelines.refresh import run_refresh
 
@@ -201,7 +228,9 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
         return {"bronze_s": runs["bronze"].seconds, "silver_s": runs["silver"].seconds,
                 "rows": runs["bronze"].rows_in, "events": runs["silver"].rows_out}
 
+    jobs_before = _spark_jobs(spark)
     full = refresh()
+    full["jobs"] = _where_time_goes(jobs_before, _spark_jobs(spark))
     if full["rows"] != lines:
         raise RuntimeError(f"bronze landed {full['rows']} rows but the files hold {lines} lines")
     log(f"bench [{name}]: bronze {full['bronze_s']:.1f}s, silver {full['silver_s']:.1f}s ({full['events']} events)")
@@ -258,6 +287,10 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
         lambda s: f"{both(s, 'incr'):.1f} s ({both(s, 'incr') / both(s, 'full'):.1%} of the full load)")
     out += ["", "Targets (issue 13): bronze at most 2x the bare scan on both sets; bronze + silver for 1M events "
             "at most 60 s; nothing new at most 10 s; +1% at most 10% of the full load."]
+    for s in sets:
+        if s["full"].get("jobs"):
+            out += ["", f"Longest Spark jobs of the full load, {s['name']}:", ""]
+            out += [f"- {line}" for line in s["full"]["jobs"]]
     return "\n".join(out)
 
 
