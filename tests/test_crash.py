@@ -20,9 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
 # (stdout line that marks the moment, seconds to wait after it, then SIGKILL)
 KILL_POINTS = [
-    # between bronze's site commit and its tenant commit (the ledger knows neither yet)
-    pytest.param(("bronze: site: committed", 0.0), id="bronze-between-family-commits"),
-    # after both bronze commits, before the ledger's
+    # after bronze's commits, before the ledger's (test_bronze also makes that state directly)
     pytest.param(("bronze: tenant: committed", 0.0), id="bronze-before-ledger"),
     # silver while it writes its four tables (events, duplicates, quarantine, batch figures)
     pytest.param(("silver: site: writing", 0.3), id="silver-mid-write"),
