@@ -89,10 +89,6 @@ def _listing_plan(cfg: Config, state: dict, newest: date | None, root: str, full
     return newest - timedelta(days=cfg.get("bronze.listing.lookback_days"))
 
 
-def _sql(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
-
-
 def _spark_path(path: str) -> str:
     """Spark globs a path with glob characters in it; escaped, it names just that file."""
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)

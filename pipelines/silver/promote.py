@@ -51,7 +51,7 @@ class PromotionResult:
 
 
 def _app_id(spark: SparkSession, cfg: Config, family: str) -> str:
-    """A stable id for this family's stream, born with its checkpoint (Delta's txnAppId)."""
+    """A stable id for this family's promotions, kept beside the checkpoints (Delta's txnAppId)."""
     location = storage.join(cfg.checkpoint_dir, f"silver_{family}.txn_app_id")
     app_id = storage.read_text(spark, location)
     if not (app_id or "").strip():  # none yet, or a kill left the file created but empty
