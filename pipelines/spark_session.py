@@ -43,7 +43,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={metastore} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'} "
-            f"-Dauditlake.log.dir={log_dir(cfg)}"
+            f"-Dauditlake.log.dir={log_dir(cfg)} "
+            # Silver's typing projection compiles to methods past the JIT's 8,000-byte limit; left
+            # interpreted they cost ~20% of the silver pass (docs/performance.md).
+            "-XX:-DontCompileHugeMethods"
         ),
         "spark.driver.memory": cfg.get("spark.driver_memory"),
         "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
@@ -60,6 +63,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # read tasks as if each cost 4 MB to open (Spark's default), 11,500 of them make ~360 tasks
         # and as many Parquet files per bronze commit; at this cost a few dozen.
         "spark.sql.files.openCostInBytes": str(cfg.get("spark.file_open_cost_bytes")),
+        # Silver types ~250 attributes per family in one projection; past 100 fields (Spark's default)
+        # whole-stage code generation is switched off and every projection copies the wide rows it
+        # passes on: the typing pass took 2-3x as long (docs/performance.md).
+        "spark.sql.codegen.maxFields": "1000",
         # When dbt replaces a Delta table, Spark first tries to store its columns Hive's way over
         # the placeholder the metastore holds; Hive's type check refuses (an ERROR in the log) and
         # Spark falls back to its own format. Delta owns the schema: skip Hive's check.

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import great_expectations as gx
 from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import Config
@@ -127,7 +128,19 @@ class QualityGate:
         if not self.enabled:
             return []
         name = f"{boundary}.{spec.name}"
-        result = self._checkpoint(name, spec).run(batch_parameters={"dataframe": frame})
+        # GX computes each expectation's metrics in jobs of their own (a dozen scans of the frame):
+        # they read the few columns the suite names, kept in memory once, never the wide batch again
+        # (the whole frame is read only for the rows behind a failure).
+        wanted = {e.column for e in spec.expectations if getattr(e, "column", None)}
+        narrow = frame.select(*[c for c in frame.columns if c in wanted]).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            return self._validate(name, spec, frame, narrow, run_id)
+        finally:
+            narrow.unpersist()
+
+    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame, narrow: DataFrame, run_id: str) -> list[
+            ExpectationOutcome]:
+        result = self._checkpoint(name, spec).run(batch_parameters={"dataframe": narrow})
         outcomes = []
         for suite_result in result.run_results.values():
             for r in suite_result.results:

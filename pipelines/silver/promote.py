@@ -10,6 +10,7 @@ silver (same ``bronze_id``) is recognised as a replay, not counted as a duplicat
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -162,9 +163,15 @@ def promote_batch(
     With a ``gate``, the batch is validated before anything is written: a failed critical
     expectation raises and the batch is not promoted (silver stays as it was)."""
     result = PromotionResult(family, batches=1)
+    started = time.monotonic()
+
+    def step(what: str) -> None:  # a progress line per step of a long batch
+        log(f"silver: {family}: {what} ({time.monotonic() - started:.1f}s)")
+
     # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
     staged = _with_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     result.bronze_rows = staged.count()
+    step(f"typed {result.bronze_rows} bronze rows")
     events = events_of(staged)
     quarantine = (
         quarantine_of(staged, family)
@@ -190,6 +197,7 @@ def promote_batch(
     result.duplicates = counts.get(SAME_BATCH, 0) + counts.get(ALREADY_IN_SILVER, 0)
     result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
     result.quarantined = sum(result.reasons.values())
+    step("duplicates and quarantine decided")
 
     if gate is not None:
         cfg = gate.cfg
@@ -201,6 +209,7 @@ def promote_batch(
         )
         figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
+        step("gate passed")
 
     log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
         f"{result.quarantined} quarantined")
@@ -213,6 +222,7 @@ def promote_batch(
         "duplicates long, quarantined long",
     ).withColumn("processed_at", F.current_timestamp())
     _append(stats, t.silver_batches, app_id, batch_id)
+    step("written")
     staged.unpersist()
     return result
 
