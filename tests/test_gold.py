@@ -35,10 +35,12 @@ def _snapshot(spark, source: str, target: str) -> list[str]:
 
 def test_gold_build_runs_every_model_and_test(gold_lake):
     _, first, second = gold_lake
+    models = len(list((DBT_DIR / "models").rglob("*.sql")))
+    assert 20 <= models <= 40  # staged once per family: tens of models, not one per event type
     for report in (first, second):
         assert report.gold is not None and not report.gold.failures
-        assert report.gold.statuses.get("success", 0) >= 60  # models (staging included)
-        assert report.gold.statuses.get("pass", 0) >= 100  # data tests and unit tests
+        assert report.gold.statuses.get("success", 0) == models  # every model, staging included
+        assert report.gold.statuses.get("pass", 0) >= 70  # data tests (a primary key per model) and unit tests
 
 
 def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spark, gold_lake):
@@ -108,9 +110,9 @@ def test_staging_tests_check_the_silver_rows_promoted_since_the_last_gold_build(
         promoted = spark.sql(
             f"SELECT cast(max(silver_ingest_ts) AS string) FROM {site_events} WHERE silver_run_id = 'test-null-key'"
         ).first()[0]
-        select = ["test", "--quiet", "--select", "stg_site__hist_login"]
+        select = ["test", "--quiet", "--select", "stg_site__events"]
         caught = run_dbt(spark, cfg, select, raise_on_failure=False, tests_since=since)
-        assert any(f.startswith("primary_key_stg_site__hist_login_event_id") for f in caught.failures), caught
+        assert any(f.startswith("primary_key_stg_site__events_event_id") for f in caught.failures), caught
         # the row is older than the window: this run does not look at it
         assert not run_dbt(spark, cfg, select, raise_on_failure=False, tests_since=promoted).failures
     finally:

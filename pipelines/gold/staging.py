@@ -1,15 +1,20 @@
 """Writes dbt's staging layer from the event registry (``auditlake gold staging``).
 
-One view per event type a mart covers (the ``event_groups`` var of dbt_project.yml), over the
-silver view of that type: its documented columns, typed, plus three standard names marts
-union on (``content_type``, ``content_luid``, ``content_name``) where the event is about a piece
-of content, and ``is_deprecated_event`` from the registry. The YAML beside them declares every
-column with its type (marts read it to union events of different shapes), tags PII and tests
-the primary key. Generated files are committed; a test fails when they are stale.
+One view per family (``stg_<family>__events``) over silver's wide table, as a source that lands
+one wide table for many event types is staged once: the attributes every event shares, and
+every column the silver views of the event types a mart covers (the ``event_groups`` var of
+dbt_project.yml) have, each event keeping exactly its own view's value, plus three standard
+names for content events (``content_type``, ``content_luid``, ``content_name``) and
+``is_deprecated_event`` from the registry. Marts filter on the event types they need (the
+``group_events`` macro). The YAML beside it declares every column with its type (the macro reads
+it), tags PII and tests the primary key. Generated files are committed; a test fails when they
+are stale.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -94,20 +99,6 @@ def _content_columns(event_type: str, columns: set[str]) -> list[tuple[str, str,
     return out
 
 
-def staging_columns(family: str, event_type: str) -> list[tuple[str, str, str]]:
-    """(SQL, name, type) of the staging view of one event type."""
-    # the silver view already casts and decodes: staging selects its columns by name
-    attributes = [(name, name, typ) for _, name, typ in event_attribute_columns(family, event_type)]
-    names = {name for _, name, _ in attributes}
-    deprecated = "true" if event_spec(family, event_type).deprecated else "false"
-    return (
-        [(name, name, typ) for name, typ in HEAD]
-        + attributes
-        + _content_columns(event_type, names)
-        + [(deprecated, "is_deprecated_event", "boolean"), ("silver_ingest_ts", "silver_ingest_ts", "timestamp")]
-    )
-
-
 def _select_sql(columns: list[tuple[str, str, str]], source: str) -> str:
     lines = [sql if sql == name else f"{sql} as {name}" for sql, name, _ in columns]
     body = ",\n    ".join(lines)
@@ -156,47 +147,119 @@ def _family_common_columns(family: str) -> list[tuple[str, str, str]]:
     )
 
 
+def _event_columns(family: str, event_type: str) -> list[tuple[str, str, str]]:
+    """(SQL over silver's wide table, name, type) of the columns the event type's own silver view
+    has (attributes cast to its documented types, codes decoded), with the standard content
+    columns and ``is_deprecated_event``."""
+    attributes = event_attribute_columns(family, event_type)
+    deprecated = "true" if event_spec(family, event_type).deprecated else "false"
+    return (attributes + _content_columns(event_type, {name for _, name, _ in attributes})
+            + [(deprecated, "is_deprecated_event", "boolean")])
+
+
+def _family_columns(family: str, event_types: list[str]) -> list[tuple[str, str, str]]:
+    """(SQL, name, type) of the family's one staging model: the shared attributes, then every
+    column the staged event types' views have. A column that is silver's wide column as it is
+    reads it (NULL for an event type that does not document the attribute); any other (a cast
+    to an event's documented type, a decoded code, the standard content columns) is a CASE on
+    the event type, so each event keeps exactly the value its own view gives."""
+    per_name: dict[str, dict[str, tuple[str, str]]] = {}
+    for event_type in event_types:
+        for sql, name, typ in _event_columns(family, event_type):
+            per_name.setdefault(name, {})[event_type] = (sql.replace("`", ""), typ)
+    head = _family_common_columns(family)[:-1]  # silver_ingest_ts goes last
+    own: list[tuple[str, str, str]] = []
+    for _, name, _ in head:
+        # A shared column means the same for every event; an event that documents an attribute of
+        # the same name (user_create_delete's own siteRole, beside the decoded siteRoleId) has it
+        # as event_<name>.
+        by_event = per_name.pop(name, {})
+        usual = Counter(by_event.values()).most_common(1)[0][0] if by_event else None
+        odd = {e: v for e, v in by_event.items() if v != usual}
+        if odd:
+            own.append((f"case{_case_arms(odd)}\n    end", f"event_{name}", _widest_type({t for _, t in odd.values()})))
+    merged = own
+    for name, by_event in per_name.items():
+        variants = set(by_event.values())
+        if len(variants) == 1 and next(iter(variants))[0] == name:
+            merged.append((name, name, next(iter(variants))[1]))
+            continue
+        merged.append((f"case{_case_arms(by_event)}\n    end", name, _widest_type({t for _, t in variants})))
+    return head + merged + [("silver_ingest_ts", "silver_ingest_ts", "timestamp")]
+
+
+def _case_arms(by_event: dict[str, tuple[str, str]]) -> str:
+    """``when event_type in (...) then <sql>`` for each distinct SQL of ``by_event`` (event -> (SQL, type)),
+    laid out as sqlfluff wants it (lower-case keywords, short lines)."""
+    arms = []
+    for sql in sorted({sql for sql, _ in by_event.values()}):
+        types = [_quoted(e) for e, v in by_event.items() if v[0] == sql]
+        lines, line = [], ""
+        for name in types:
+            if line and len(line) + len(name) > 90:
+                lines.append(line.rstrip())
+                line = ""
+            line += name + ", "
+        lines.append(line.rstrip(", "))
+        listed = "".join(f"\n            {text}" for text in lines)
+        arms.append(f"\n        when event_type in ({listed}\n        ) then {_lower_keywords(sql, 8)}")
+    return "".join(arms)
+
+
+_KEYWORDS = re.compile(r"\b(CASE|WHEN|THEN|ELSE|END|AS|AND|OR|NOT|NULL|IS)\b")
+
+
+def _lower_keywords(sql: str, indent: int) -> str:
+    """The silver views' SQL in staging's style: keywords in lower case (never inside a quoted string),
+    a long CASE broken before each ``when``."""
+    parts = re.split(r"('(?:[^'\\]|\\.)*')", sql)
+    text = "".join(p if i % 2 else _KEYWORDS.sub(lambda m: m.group(1).lower(), p) for i, p in enumerate(parts))
+    if len(text) > 80 and text.startswith("case "):
+        pad = " " * indent
+        text = re.sub(r" (when|end)\b(?=(?:[^']*'[^']*')*[^']*$)", lambda m: f"\n{pad}    {m.group(1)}"
+                      if m.group(1) == "when" else f"\n{pad}{m.group(1)}", text)
+    return text
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+def _widest_type(types: set[str]) -> str:
+    return next(t for t in ("string", "double", "bigint", "int", "boolean") if t in types) if len(types) > 1 \
+        else next(iter(types))
+
+
 def render(family: str, event_types: list[str]) -> dict[Path, str]:
     """Every staging file of a family: path -> text."""
     folder = STAGING_DIR / family
-    files: dict[Path, str] = {}
-    source_tables = [{"name": f"{family}_events", "description": f"Silver's wide table of {family} events."}]
-    models = []
-    common_model = f"stg_{family}__events"
-    common_cols = _family_common_columns(family)
-    files[folder / f"{common_model}.sql"] = _select_sql(common_cols, f"{{{{ source('{family}', '{family}_events') }}}}")
-    models.append(
-        {
-            "name": common_model,
-            "description": f"Every {family} event with the attributes all {family} events share.",
-            "columns": [_column_yaml(n, t) for _, n, t in common_cols],
-        }
-    )
+    model = f"stg_{family}__events"
+    cols = _family_columns(family, event_types)
+    described: dict[str, str] = {}
     for event_type in event_types:
-        spec = event_spec(family, event_type)
-        source_tables.append({"name": event_type, "description": spec.description.strip()[:500]})
-        cols = staging_columns(family, event_type)
-        model = f"stg_{family}__{event_type}"
-        files[folder / f"{model}.sql"] = _select_sql(cols, f"{{{{ source('{family}', '{event_type}') }}}}")
-        described = _descriptions(family, event_type)
-        models.append(
-            {
-                "name": model,
-                "description": f"`{event_type}` events, typed as documented. {spec.description.strip()[:300]}",
-                "columns": [_column_yaml(n, t, described.get(n)) for _, n, t in cols],
-            }
-        )
+        for name, text in _descriptions(family, event_type).items():
+            described.setdefault(name, text)
+    files = {folder / f"{model}.sql": _select_sql(cols, f"{{{{ source('{family}', '{family}_events') }}}}")}
     sources = {
         "version": 2,
         "sources": [
             {
                 "name": family,
-                "description": f"Silver {family} events: one view per event type (silver.<event_type>).",
+                "description": f"Silver {family} events.",
                 "schema": "{{ var('silver_schema') }}",
-                "tables": source_tables,
+                "tables": [{"name": f"{family}_events", "description": f"Silver's wide table of {family} events."}],
             }
         ],
     }
+    models = [
+        {
+            "name": model,
+            "description": f"Every {family} event: the attributes all {family} events share, and the columns "
+            f"of the {len(event_types)} event types the marts cover (dbt_project.yml event_groups; NULL where "
+            "an event type does not document the attribute). Marts filter on the event types they need.",
+            "columns": [_column_yaml(n, t, described.get(n)) for _, n, t in cols],
+        }
+    ]
     files[folder / f"_{family}__sources.yml"] = "# " + HEADER[3:] + yaml.safe_dump(sources, sort_keys=False, width=120)
     files[folder / f"_{family}__models.yml"] = "# " + HEADER[3:] + yaml.safe_dump(
         {"version": 2, "models": models}, sort_keys=False, width=120

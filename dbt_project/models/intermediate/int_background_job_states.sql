@@ -1,24 +1,18 @@
 -- One row per background job (jobLuid): Tableau logs a background_job event at each state
 -- (Pending, InProgress, then Success / Failed / Cancelled); this folds them into one timeline.
-with states as (
-    select
-        job_luid,
-        job_id,
-        job_type,
-        site_luid,
-        obj_type,
-        obj_luid,
-        obj_name,
-        task_luid,
-        schedule_name,
-        is_run_now,
-        event_state,
-        event_time,
-        duration,
-        notes,
-        event_id,
-        silver_ingest_ts
-    from {{ ref('stg_site__background_job') }}
+with background_job_events as (
+    {{ group_events('background_jobs', 'site', [
+        ['job_luid', 'string'], ['job_id', 'int'], ['job_type', 'string'], ['site_luid', 'string'],
+        ['obj_type', 'string'], ['obj_luid', 'string'], ['obj_name', 'string'], ['task_luid', 'string'],
+        ['schedule_name', 'string'], ['is_run_now', 'boolean'], ['event_state', 'string'],
+        ['event_time', 'timestamp'], ['duration', 'bigint'], ['notes', 'string'], ['event_id', 'string'],
+        ['silver_ingest_ts', 'timestamp']
+    ]) }}
+),
+
+states as (
+    select *
+    from background_job_events
     where job_luid is not null
 ),
 

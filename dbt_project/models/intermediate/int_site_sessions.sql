@@ -3,32 +3,10 @@
 -- open). Views accessed are the user's hist_access_view events between sign-in and the end
 -- (or the next sign-in when there was no sign-out).
 with activity as (
-    select
-        event_id,
-        event_type,
-        event_time,
-        site_luid,
-        actor_user_luid,
-        silver_ingest_ts
-    from {{ ref('stg_site__hist_login') }}
-    union all
-    select
-        event_id,
-        event_type,
-        event_time,
-        site_luid,
-        actor_user_luid,
-        silver_ingest_ts
-    from {{ ref('stg_site__hist_logout') }}
-    union all
-    select
-        event_id,
-        event_type,
-        event_time,
-        site_luid,
-        actor_user_luid,
-        silver_ingest_ts
-    from {{ ref('stg_site__hist_access_view') }}
+    {{ group_events('sessions', 'site', [
+        ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
+        ['site_luid', 'string'], ['actor_user_luid', 'string'], ['silver_ingest_ts', 'timestamp']
+    ]) }}
 ),
 
 numbered as (

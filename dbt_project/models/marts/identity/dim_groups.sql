@@ -1,5 +1,5 @@
 with group_events as (
-    {{ union_staged_events('groups', 'site', [
+    {{ group_events('groups', 'site', [
         ['event_type', 'string'], ['event_time', 'timestamp'], ['event_id', 'string'], ['site_luid', 'string'],
         ['group_luid', 'string'], ['group_name', 'string'], ['name', 'string'], ['group_domain', 'string'],
         ['group_operation', 'string']

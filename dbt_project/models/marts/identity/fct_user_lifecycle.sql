@@ -1,17 +1,17 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with site_events as (
-    {{ union_staged_events('user_lifecycle', 'site', [
+    {{ group_events('user_lifecycle', 'site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['user_luid', 'string'],
         ['target_user_luid', 'string'], ['name', 'string'], ['for_user_name', 'string'],
-        ['email', 'string'], ['user_operation', 'string'], ['site_role', 'string'],
+        ['email', 'string'], ['user_operation', 'string'], ['event_site_role', 'string'],
         ['site_admin_level', 'int'], ['silver_ingest_ts', 'timestamp']
     ]) }}
 ),
 
 tenant_events as (
-    {{ union_staged_events('user_lifecycle', 'tenant', [
+    {{ group_events('user_lifecycle', 'tenant', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_id', 'string'], ['initiating_user_id', 'string'], ['user_id', 'string'],
         ['user_name', 'string'], ['email', 'string'], ['old_role', 'string'], ['new_role', 'string'],
@@ -43,7 +43,7 @@ site_shaped as (
         -- user_create_delete names the role granted; hist_update_user_site_role only says
         -- whether the user is now a site administrator
         case
-            when event_type = 'user_create_delete' then site_role
+            when event_type = 'user_create_delete' then event_site_role
             when site_admin_level > 0 then 'SiteAdministrator'
         end as new_role,
         silver_ingest_ts

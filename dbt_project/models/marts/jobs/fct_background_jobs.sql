@@ -1,12 +1,16 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='job_luid') }}
--- depends_on: {{ ref('stg_site__background_job') }}
+-- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
 -- deliveries); the merge replaces them by job_luid.
 {% if is_incremental() %}
-    with touched as (
+    with background_job_events as (
+        {{ group_events('background_jobs', 'site', [['job_luid', 'string'], ['silver_ingest_ts', 'timestamp']]) }}
+    ),
+
+    touched as (
         select distinct job_luid
-        from {{ ref('stg_site__background_job') }}
+        from background_job_events
         {{ newer_than_mart() }}
     )
 {% endif %}

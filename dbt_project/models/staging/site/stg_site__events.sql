@@ -25,5 +25,405 @@ select
     end as site_role,
     system_admin_level,
     system_admin_level = 10 as is_system_admin,
+    case
+        when event_type in (
+            'user_create_delete'
+        ) then site_role
+    end as event_site_role,
+    actor_external_id,
+    group_names,
+    impersonated_user_id,
+    site_name,
+    case
+        when event_type in (
+            'hist_login', 'hist_login_with_pat', 'hist_logout', 'hist_access_view', 'set_permissions',
+            'delete_permissions', 'delete_all_permissions', 'delete_permissions_grantee',
+            'update_permissions_template', 'content_owner_change', 'hist_change_collection_ownership',
+            'hist_change_data_role_ownership', 'hist_change_datasource_ownership',
+            'hist_change_flow_ownership', 'hist_change_metric_ownership',
+            'hist_change_project_ownership', 'hist_change_published_connection_ownership',
+            'hist_change_workbook_ownership', 'add_delete_user_to_group', 'hist_add_user_to_group',
+            'hist_delete_user_from_group', 'user_create_delete', 'hist_create_user',
+            'hist_delete_user', 'hist_create_system_user', 'hist_delete_system_user',
+            'hist_update_user_site_role', 'hist_access_authoring_view', 'hist_access_datasource',
+            'hist_access_datasource_remotely', 'hist_access_metric', 'hist_access_summary_data',
+            'hist_access_underlying_data', 'hist_download_workbook', 'hist_download_datasource',
+            'hist_download_flow', 'hist_download_flow_draft', 'hist_export_summary_data',
+            'hist_export_underlying_data', 'hist_publish_data_role', 'hist_publish_datasource',
+            'hist_publish_flow', 'hist_publish_view', 'hist_publish_workbook',
+            'hist_create_collection', 'hist_create_column', 'hist_create_database',
+            'hist_create_metric', 'hist_create_project', 'hist_create_table', 'hist_rename_collection',
+            'hist_rename_data_role', 'hist_rename_datasource', 'hist_rename_flow',
+            'hist_rename_flow_draft', 'hist_rename_metric', 'hist_rename_published_connection',
+            'hist_rename_workbook', 'hist_move_data_role', 'hist_move_database',
+            'hist_move_datasource', 'hist_move_flow', 'hist_move_flow_draft', 'hist_move_metric',
+            'hist_move_project', 'hist_move_published_connection', 'hist_move_table',
+            'hist_move_workbook', 'move_content', 'hist_delete_collection', 'hist_delete_column',
+            'hist_delete_data_role', 'hist_delete_database', 'hist_delete_datasource',
+            'hist_delete_flow', 'hist_delete_flow_draft', 'hist_delete_metric', 'hist_delete_project',
+            'hist_delete_table', 'hist_delete_view', 'hist_delete_workbook', 'background_job',
+            'create_delete_group', 'hist_create_group', 'hist_delete_group', 'hist_rename_group'
+        ) then false
+        when event_type in (
+            'update_permissions', 'create_permissions'
+        ) then true
+    end as is_deprecated_event,
+    client_id,
+    created_at,
+    expires_at,
+    last_used_at,
+    refresh_token_guid,
+    caption,
+    description,
+    fields,
+    first_published_at,
+    index,
+    name,
+    owner_luid,
+    owner_name,
+    repository_url,
+    revision,
+    sheet_id,
+    sheet_type,
+    title,
+    view_luid,
+    workbook_luid,
+    workbook_name,
+    case
+        when event_type in (
+            'hist_change_collection_ownership', 'hist_create_collection', 'hist_rename_collection',
+            'hist_delete_collection'
+        ) then 'collection'
+        when event_type in (
+            'hist_create_column', 'hist_delete_column'
+        ) then 'column'
+        when event_type in (
+            'hist_change_data_role_ownership', 'hist_publish_data_role', 'hist_rename_data_role',
+            'hist_move_data_role', 'hist_delete_data_role'
+        ) then 'data_role'
+        when event_type in (
+            'hist_create_database', 'hist_move_database', 'hist_delete_database'
+        ) then 'database'
+        when event_type in (
+            'hist_change_datasource_ownership', 'hist_access_datasource',
+            'hist_access_datasource_remotely', 'hist_download_datasource', 'hist_publish_datasource',
+            'hist_rename_datasource', 'hist_move_datasource', 'hist_delete_datasource'
+        ) then 'datasource'
+        when event_type in (
+            'hist_change_flow_ownership', 'hist_download_flow', 'hist_publish_flow',
+            'hist_rename_flow', 'hist_move_flow', 'hist_delete_flow'
+        ) then 'flow'
+        when event_type in (
+            'hist_download_flow_draft', 'hist_rename_flow_draft', 'hist_move_flow_draft',
+            'hist_delete_flow_draft'
+        ) then 'flow_draft'
+        when event_type in (
+            'hist_add_user_to_group', 'hist_delete_user_from_group', 'hist_create_group',
+            'hist_delete_group', 'hist_rename_group'
+        ) then 'group'
+        when event_type in (
+            'hist_change_metric_ownership', 'hist_access_metric', 'hist_create_metric',
+            'hist_rename_metric', 'hist_move_metric', 'hist_delete_metric'
+        ) then 'metric'
+        when event_type in (
+            'hist_change_project_ownership', 'hist_create_project', 'hist_move_project',
+            'hist_delete_project'
+        ) then 'project'
+        when event_type in (
+            'hist_change_published_connection_ownership', 'hist_rename_published_connection',
+            'hist_move_published_connection'
+        ) then 'published_connection'
+        when event_type in (
+            'hist_create_table', 'hist_move_table', 'hist_delete_table'
+        ) then 'table'
+        when event_type in (
+            'hist_access_view', 'hist_access_authoring_view', 'hist_publish_view', 'hist_delete_view'
+        ) then 'view'
+        when event_type in (
+            'hist_change_workbook_ownership', 'hist_access_summary_data',
+            'hist_access_underlying_data', 'hist_download_workbook', 'hist_export_summary_data',
+            'hist_export_underlying_data', 'hist_publish_workbook', 'hist_rename_workbook',
+            'hist_move_workbook', 'hist_delete_workbook'
+        ) then 'workbook'
+        when event_type in (
+            'content_owner_change', 'move_content'
+        ) then content_type
+        when event_type in (
+            'set_permissions', 'update_permissions', 'create_permissions', 'delete_permissions',
+            'delete_all_permissions', 'update_permissions_template'
+        ) then lower(authorizable_type)
+    end as content_type,
+    case
+        when event_type in (
+            'hist_change_collection_ownership', 'hist_create_collection', 'hist_rename_collection',
+            'hist_delete_collection'
+        ) then collection_luid
+        when event_type in (
+            'hist_create_column', 'hist_delete_column'
+        ) then column_luid
+        when event_type in (
+            'set_permissions', 'update_permissions', 'create_permissions', 'delete_permissions',
+            'delete_all_permissions', 'update_permissions_template', 'content_owner_change',
+            'move_content'
+        ) then content_luid
+        when event_type in (
+            'hist_change_data_role_ownership', 'hist_publish_data_role', 'hist_rename_data_role',
+            'hist_move_data_role', 'hist_delete_data_role'
+        ) then data_role_luid
+        when event_type in (
+            'hist_create_database', 'hist_move_database', 'hist_delete_database'
+        ) then database_luid
+        when event_type in (
+            'hist_change_datasource_ownership', 'hist_access_datasource',
+            'hist_access_datasource_remotely', 'hist_download_datasource', 'hist_publish_datasource',
+            'hist_rename_datasource', 'hist_move_datasource', 'hist_delete_datasource'
+        ) then datasource_luid
+        when event_type in (
+            'hist_download_flow_draft', 'hist_rename_flow_draft', 'hist_move_flow_draft',
+            'hist_delete_flow_draft'
+        ) then flow_draft_luid
+        when event_type in (
+            'hist_change_flow_ownership', 'hist_download_flow', 'hist_publish_flow',
+            'hist_rename_flow', 'hist_move_flow', 'hist_delete_flow'
+        ) then flow_luid
+        when event_type in (
+            'hist_add_user_to_group', 'hist_delete_user_from_group', 'hist_create_group',
+            'hist_delete_group', 'hist_rename_group'
+        ) then group_luid
+        when event_type in (
+            'hist_change_metric_ownership', 'hist_access_metric', 'hist_create_metric',
+            'hist_rename_metric', 'hist_move_metric', 'hist_delete_metric'
+        ) then metric_luid
+        when event_type in (
+            'hist_change_project_ownership', 'hist_create_project', 'hist_move_project',
+            'hist_delete_project'
+        ) then project_luid
+        when event_type in (
+            'hist_change_published_connection_ownership', 'hist_rename_published_connection',
+            'hist_move_published_connection'
+        ) then published_connection_luid
+        when event_type in (
+            'hist_create_table', 'hist_move_table', 'hist_delete_table'
+        ) then table_luid
+        when event_type in (
+            'hist_access_view', 'hist_access_authoring_view', 'hist_publish_view', 'hist_delete_view'
+        ) then view_luid
+        when event_type in (
+            'hist_change_workbook_ownership', 'hist_access_summary_data',
+            'hist_access_underlying_data', 'hist_download_workbook', 'hist_export_summary_data',
+            'hist_export_underlying_data', 'hist_publish_workbook', 'hist_rename_workbook',
+            'hist_move_workbook', 'hist_delete_workbook'
+        ) then workbook_luid
+    end as content_luid,
+    case
+        when event_type in (
+            'set_permissions', 'update_permissions', 'create_permissions', 'delete_permissions',
+            'delete_all_permissions', 'update_permissions_template', 'content_owner_change',
+            'move_content'
+        ) then content_name
+        when event_type in (
+            'hist_access_view', 'hist_change_collection_ownership', 'hist_change_data_role_ownership',
+            'hist_change_datasource_ownership', 'hist_change_flow_ownership',
+            'hist_change_metric_ownership', 'hist_change_project_ownership',
+            'hist_change_published_connection_ownership', 'hist_change_workbook_ownership',
+            'hist_add_user_to_group', 'hist_delete_user_from_group', 'hist_access_authoring_view',
+            'hist_access_datasource', 'hist_access_datasource_remotely', 'hist_access_metric',
+            'hist_access_summary_data', 'hist_access_underlying_data', 'hist_download_workbook',
+            'hist_download_datasource', 'hist_download_flow', 'hist_download_flow_draft',
+            'hist_export_summary_data', 'hist_export_underlying_data', 'hist_publish_data_role',
+            'hist_publish_datasource', 'hist_publish_flow', 'hist_publish_view',
+            'hist_publish_workbook', 'hist_create_collection', 'hist_create_column',
+            'hist_create_database', 'hist_create_metric', 'hist_create_project', 'hist_create_table',
+            'hist_rename_collection', 'hist_rename_data_role', 'hist_rename_datasource',
+            'hist_rename_flow', 'hist_rename_flow_draft', 'hist_rename_metric',
+            'hist_rename_published_connection', 'hist_rename_workbook', 'hist_move_data_role',
+            'hist_move_database', 'hist_move_datasource', 'hist_move_flow', 'hist_move_flow_draft',
+            'hist_move_metric', 'hist_move_project', 'hist_move_published_connection',
+            'hist_move_table', 'hist_move_workbook', 'hist_delete_collection', 'hist_delete_column',
+            'hist_delete_data_role', 'hist_delete_database', 'hist_delete_datasource',
+            'hist_delete_flow', 'hist_delete_flow_draft', 'hist_delete_metric', 'hist_delete_project',
+            'hist_delete_table', 'hist_delete_view', 'hist_delete_workbook', 'hist_create_group',
+            'hist_delete_group', 'hist_rename_group'
+        ) then name
+    end as content_name,
+    authorizable_type,
+    capability_id,
+    capability_value,
+    content_id,
+    grantee_id,
+    grantee_luid,
+    grantee_type,
+    grantee_value,
+    is_error,
+    permission_type,
+    service_name,
+    trace_uuid,
+    template_type,
+    new_owner_id,
+    new_owner_luid,
+    old_owner_id,
+    old_owner_luid,
+    collection_luid,
+    new_owner_name,
+    old_owner_name,
+    data_role_luid,
+    project_luid,
+    project_name,
+    certification_note,
+    datasource_luid,
+    is_certified,
+    remote_query_agent_name,
+    case
+        when event_type in (
+            'hist_download_flow_draft', 'hist_rename_flow_draft', 'hist_move_flow_draft',
+            'hist_delete_flow_draft'
+        ) then size
+        when event_type in (
+            'hist_change_datasource_ownership', 'hist_change_flow_ownership',
+            'hist_change_workbook_ownership', 'hist_access_datasource',
+            'hist_access_datasource_remotely', 'hist_access_summary_data',
+            'hist_access_underlying_data', 'hist_download_workbook', 'hist_download_datasource',
+            'hist_download_flow', 'hist_export_summary_data', 'hist_export_underlying_data',
+            'hist_publish_datasource', 'hist_publish_flow', 'hist_publish_workbook',
+            'hist_rename_datasource', 'hist_rename_flow', 'hist_rename_workbook',
+            'hist_move_datasource', 'hist_move_flow', 'hist_move_workbook', 'hist_delete_datasource',
+            'hist_delete_flow', 'hist_delete_workbook'
+        ) then try_cast(size as int)
+    end as size,
+    using_remote_query_agent,
+    case
+        when event_type in (
+            'hist_change_flow_ownership', 'hist_download_flow', 'hist_publish_flow',
+            'hist_rename_flow', 'hist_move_flow', 'hist_delete_flow'
+        ) then content_version
+        when event_type in (
+            'hist_change_workbook_ownership', 'hist_access_summary_data',
+            'hist_access_underlying_data', 'hist_download_workbook', 'hist_export_summary_data',
+            'hist_export_underlying_data', 'hist_publish_workbook', 'hist_rename_workbook',
+            'hist_move_workbook', 'hist_delete_workbook'
+        ) then try_cast(content_version as int)
+    end as content_version,
+    flow_luid,
+    customized_view_luid,
+    metric_luid,
+    suspend_state,
+    case
+        when event_type in (
+            'hist_change_metric_ownership', 'hist_access_metric', 'hist_create_metric',
+            'hist_rename_metric', 'hist_move_metric', 'hist_delete_metric'
+        ) then case suspend_state
+            when 0 then 'Not suspended'
+            when 1 then 'Auto-suspended'
+            when 3 then 'Manually suspended'
+        end
+    end as suspend_state_name,
+    parent_project_luid,
+    state,
+    case
+        when event_type in (
+            'hist_change_project_ownership', 'hist_create_project', 'hist_move_project',
+            'hist_delete_project'
+        ) then case state
+            when 0 then 'Active'
+            when 1 then 'Suspended'
+            when 2 then 'Disabled'
+        end
+    end as state_name,
+    activated,
+    published_connection_luid,
+    data_engine_extracts,
+    default_view_index,
+    display_tabs,
+    document_version,
+    extracts_incremented_at,
+    extracts_refreshed_at,
+    incrementable_extracts,
+    is_private,
+    last_published_at,
+    modified_by_user_luid,
+    published_all_sheets,
+    refreshable_extracts,
+    thumb_user_luid,
+    view_count,
+    group_id,
+    group_luid,
+    group_operation,
+    user_id,
+    user_luid,
+    user_name,
+    case
+        when event_type in (
+            'user_create_delete'
+        ) then case site_role_id
+            when 0 then 'SiteAdministratorExplorer'
+            when 1 then 'SupportUser'
+            when 2 then 'ExplorerCanPublish'
+            when 3 then 'Explorer'
+            when 7 then 'Guest'
+            when 8 then 'Unlicensed'
+            when 9 then 'Viewer'
+            when 10 then 'Creator'
+            when 11 then 'SiteAdministratorCreator'
+        end
+    end as site_role_name,
+    for_user_name,
+    target_user_id,
+    target_user_luid,
+    user_operation,
+    email,
+    site_admin_level,
+    case
+        when event_type in (
+            'hist_create_user', 'hist_delete_user', 'hist_create_system_user',
+            'hist_delete_system_user', 'hist_update_user_site_role'
+        ) then case site_admin_level
+            when 5 then 'Site Admin'
+            when 0 then 'Not a site admin'
+        end
+    end as site_admin_level_name,
+    sheet_name,
+    flow_draft_luid,
+    published_at,
+    updated_at,
+    column_luid,
+    database_luid,
+    table_luid,
+    former_name,
+    destination_project_luid,
+    destination_project_name,
+    source_project_luid,
+    source_project_name,
+    new_container_luid,
+    new_container_type,
+    old_container_luid,
+    old_container_type,
+    args,
+    duration,
+    event_initiated_time,
+    event_state,
+    is_run_now,
+    job_id,
+    job_luid,
+    job_type,
+    notes,
+    obj_luid,
+    obj_name,
+    obj_owner_luid,
+    obj_owner_name,
+    obj_repository_url,
+    obj_revision,
+    obj_size,
+    obj_type,
+    pod_name,
+    project_owner_email,
+    project_owner_luid,
+    schedule_luid,
+    schedule_name,
+    site_id,
+    task_id,
+    task_luid,
+    time_zone,
+    group_domain,
+    group_name,
     silver_ingest_ts
 from {{ source('site', 'site_events') }}

@@ -23,5 +23,38 @@ select
     tenant_name,
     tenant_uri,
     trace_uuid,
+    expires_at,
+    idp_id,
+    idp_name,
+    new_session_id,
+    case
+        when event_type in (
+            'user_login_create_session', 'personal_access_token_login', 'create_user', 'delete_user',
+            'update_user_site_role', 'update_user_tenant_role', 'create_or_update_saml_config',
+            'delete_saml_config', 'create_or_update_oidc_config', 'delete_oidc_config',
+            'create_personal_access_token', 'update_personal_access_token',
+            'revoke_personal_access_token', 'batch_revoke_personal_access_token', 'revoke_session',
+            'batch_revoke_session'
+        ) then false
+    end as is_deprecated_event,
+    token_id,
+    token_name,
+    email,
+    language,
+    locale,
+    user_id,
+    user_name,
+    new_idp,
+    new_role,
+    old_idp,
+    old_role,
+    new_settings_value,
+    old_settings_value,
+    resource_id,
+    idp_configuration_id,
+    idp_configuration_name,
+    is_secret_updated,
+    pat_user_id,
+    session_user_id,
     silver_ingest_ts
 from {{ source('tenant', 'tenant_events') }}
