@@ -15,7 +15,7 @@ import platform
 import re
 import shutil
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.config import LAYER_SCHEMAS, Config, load_config, variant_environ
@@ -155,13 +155,22 @@ def _ingest_cfg(cfg: Config, root: Path) -> Config:
     return load_config(cfg.env, environ=environ)
 
 
+def _newest_day(landing: Path) -> datetime:
+    """The newest y=/m=/d= folder of a data set."""
+    days = {match.groups()[:3] for p in landing.rglob("*") if (match := _HOUR.search(p.as_posix() + "/"))}
+    y, m, d = max(days)
+    return datetime(int(y), int(m), int(d), tzinfo=UTC)
+
+
 def _add_increment(landing: Path, events: int) -> int:
-    """1% more events in new files beside the data set's (removed again by _drop_increments)."""
+    """1% more events in new files beside the data set's (removed again by _drop_increments): the
+    next day's activity, as Tableau delivers it (under the hours it makes it available)."""
     from pipelines.generate import generate_activity_log
 
     extra_root = landing.parent / "increment"
     shutil.rmtree(extra_root, ignore_errors=True)
-    generate_activity_log(extra_root, max(1, events // 100), seed=2, days=1)
+    generate_activity_log(extra_root, max(1, events // 100), seed=2, start=_newest_day(landing) + timedelta(days=1),
+                          days=1)
     moved = 0
     for path in sorted(p for p in extra_root.rglob("*") if p.is_file()):
         target = landing / path.relative_to(extra_root)
@@ -189,8 +198,10 @@ def _spark_jobs(spark) -> list[dict]:
     def ts(text: str) -> datetime:
         return datetime.strptime(text[:23], "%Y-%m-%dT%H:%M:%S.%f")
 
+    # a job's description is the step that ran it (pipelines.spark_session.describe_jobs)
     return [{"id": j["jobId"], "seconds": (ts(j["completionTime"]) - ts(j["submissionTime"])).total_seconds(),
-             "tasks": j["numTasks"], "name": j["name"]} for j in jobs if j.get("completionTime")]
+             "tasks": j["numTasks"], "name": j.get("description") or j["name"]}
+            for j in jobs if j.get("completionTime")]
 
 
 def _where_time_goes(before: list[dict], after: list[dict], top: int = 6) -> list[str]:
@@ -237,8 +248,10 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     nothing = refresh()
     log(f"bench [{name}]: refresh with nothing new: bronze {nothing['bronze_s']:.1f}s, "
         f"silver {nothing['silver_s']:.1f}s")
-    _add_increment(landing, events)
+    added = _add_increment(landing, events)
     incr = refresh()
+    if not incr["rows"]:
+        raise RuntimeError(f"the +1% delivery ({added} files) landed nothing")
     log(f"bench [{name}]: +1% delivery ({incr['rows']} lines): bronze {incr['bronze_s']:.1f}s, "
         f"silver {incr['silver_s']:.1f}s")
     _drop_increments(landing)

@@ -57,6 +57,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "gold.failed_login_burst.failures": (int,),
     "gold.failed_login_burst.window_minutes": (int,),
     "gold.inactive_user_days": (int,),
+    "gold.compact_files_over": (int,),
     "quality.enabled": (bool,),
     "quality.context_dir": (str,),
     "quality.default_severity": (str,),

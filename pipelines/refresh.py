@@ -14,11 +14,13 @@ from pipelines import bronze
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import EVENT_MARTS, reconciliation_frame, validate_gold
+from pipelines.gold.compact import Compaction, compact_marts
 from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.silver import promote
+from pipelines.spark_session import describe_jobs
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
@@ -44,6 +46,7 @@ class RefreshReport:
     runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
     full_listing: bool = False  # bronze walks every folder of the landing root
     gold_skipped: bool = False  # nothing gold reads changed since its last build
+    compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
 
 
 def parse_layers(text: str) -> list[str]:
@@ -79,6 +82,7 @@ def run_refresh(
 def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:
     """Run one layer and append its row to ops.refresh_runs, also (above all) when it fails."""
     started_at, started = datetime.now(UTC), time.monotonic()
+    describe_jobs(spark, layer)
     try:
         step()
     except BaseException as exc:
@@ -86,6 +90,8 @@ def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: s
                        detail=f"{type(exc).__name__}: {exc}"[:4000])
         _record(spark, cfg, report, run, log)
         raise
+    finally:
+        describe_jobs(spark, None)
     skipped = layer == "gold" and report.gold_skipped
     run = LayerRun(report.run_id, layer, "skipped" if skipped else "succeeded", started_at, datetime.now(UTC),
                    time.monotonic() - started,
@@ -166,6 +172,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
             report.data_docs = gate.build_data_docs()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
+    report.compactions = compact_marts(spark, cfg.get("gold.schema"), cfg.get("gold.compact_files_over"), log=log)
     gold_inputs.record_built(spark, cfg, inputs)
 
 

@@ -19,6 +19,12 @@ from pipelines.jars import jar_paths, missing_jars
 from pipelines.storage import is_uri
 
 
+def describe_jobs(spark: SparkSession, text: str | None) -> None:
+    """Name the Spark jobs that follow (UI, REST API: the benchmark's list of the longest jobs says
+    which step each was, instead of a py4j call site); None stops naming them."""
+    spark.sparkContext.setJobDescription(text)
+
+
 def log_dir(cfg: Config) -> Path:
     """Where Spark's log and the tracebacks of failed commands go (conf/log4j2.properties)."""
     return cfg.data_dir / "logs"

@@ -16,6 +16,18 @@ from tests.lake import move_day, variant_environ
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 
+# The resources a test needs, told by the fixtures it uses (directly or through others), so that a
+# developer can run a slice: `PYTEST_ARGS='-m "not dbt and not postgres"' make test`.
+RESOURCE_FIXTURES = {"spark": "spark", "gold_lake": "dbt", "pg": "postgres"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, marker in RESOURCE_FIXTURES.items():
+            if fixture in item.fixturenames:
+                item.add_marker(marker)
+
+
 @pytest.fixture(scope="session")
 def lake_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("lake")

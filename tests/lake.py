@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from pipelines.config import variant_environ as _variant
+from pipelines.gold.compact import mart_tables
 
 
 def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
@@ -30,8 +31,7 @@ RUN_COLUMNS = ("silver_ingest_ts",)
 
 
 def mart_names(spark, schema: str) -> list[str]:
-    """The gold schema's tables: not its views, nor the temporary views dbt's merges leave."""
-    return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
+    return mart_tables(spark, schema)
 
 
 def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:

@@ -16,7 +16,7 @@ from pipelines.standalone import Standalone
 from pipelines.writeback.pg_server import free_port
 from tests.lake import RUN_COLUMNS, mart_names, row_differences
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess]
 PROJECT = Path(__file__).resolve().parents[1]
 
 

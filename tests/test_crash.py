@@ -16,7 +16,7 @@ import pytest
 from pipelines.generate import generate_activity_log
 from tests.lake import RUN_COLUMNS, mart_names, row_differences
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
 # (stdout line that marks the moment, seconds to wait after it, then SIGKILL)
 KILL_POINTS = [

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.gold.checks import EVENT_MARTS
+from pipelines.gold.compact import compact_marts
 from pipelines.gold.run import GoldError, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
 from pipelines.jars import jar_paths
@@ -59,6 +60,23 @@ def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spar
         incremental, rebuilt = spark.table(f"{gold}_incremental.{name}"), spark.table(f"{gold}.{name}")
         assert rebuilt.count() == incremental.count(), name
         assert row_differences(rebuilt, incremental) == 0, f"{name} differs"
+
+
+def test_marts_past_the_file_count_are_compacted_and_keep_their_rows(spark, gold_lake):
+    cfg, first, second = gold_lake
+    gold = cfg.get("gold.schema")
+    assert first.compactions == second.compactions == []  # the test data stays under the conf's count
+    files = {name: spark.sql(f"DESCRIBE DETAIL {gold}.{name}").first()["numFiles"] for name in mart_names(spark, gold)}
+    most = max(files.values())
+    assert most > 1, files
+    fragmented = sorted(name for name, n in files.items() if n == most)
+    before = {name: spark.table(f"{gold}.{name}").collect() for name in fragmented}
+    done = compact_marts(spark, gold, most - 1, log=lambda _m: None)
+    assert sorted(c.mart for c in done) == [f"{gold}.{name}" for name in fragmented]  # only those past the count
+    for c in done:
+        assert c.files_before == most and c.files_after == 1, c
+    for name in fragmented:
+        assert sorted(spark.table(f"{gold}.{name}").collect()) == sorted(before[name]), name
 
 
 def test_a_refresh_with_nothing_new_skips_gold_and_logs_it(spark, gold_lake):
@@ -221,6 +239,7 @@ def test_dbt_var_defaults_match_conf():
         assert project[key] == value, key
 
 
+@pytest.mark.subprocess
 def test_gold_marts_through_the_thrift_server_with_beeline(spark, cfg, gold_lake):
     """A real JDBC client (beeline, shipped with PySpark) on the Spark Thrift Server, as a BI tool would."""
     from pipelines.serve import beeline_rows, jdbc_url, start_thrift_server

@@ -17,7 +17,7 @@ from pipelines.generate import generate_activity_log
 from pipelines.serve import beeline_rows
 from pipelines.writeback.pg_server import PgServer, free_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess]
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from tests.lake import variant_environ
 QUIET = {"log": lambda _m: None}
 
 
+@pytest.mark.subprocess
 def test_a_second_refresh_exits_at_once_naming_the_running_one(lake_dir):
     environ = variant_environ(lake_dir, "ops_lock")
     cfg = load_config("test", environ=environ)
@@ -37,6 +38,7 @@ def test_a_second_refresh_exits_at_once_naming_the_running_one(lake_dir):
     assert not (cfg.data_dir / "warehouse").exists()  # the refused run touched nothing
 
 
+@pytest.mark.subprocess
 def test_wait_gives_up_after_the_timeout_and_the_lock_is_free_afterwards(lake_dir):
     cfg = load_config("test", environ=variant_environ(lake_dir, "ops_wait"))
     with refresh_lock(cfg, **QUIET):
@@ -49,6 +51,7 @@ def test_wait_gives_up_after_the_timeout_and_the_lock_is_free_afterwards(lake_di
         assert (cfg.data_dir / LOCK_FILE).read_text().startswith(f"pid {os.getpid()}")
 
 
+@pytest.mark.subprocess
 def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
     environ = variant_environ(lake_dir, "ops_kill")
     cfg = load_config("test", environ=environ)

@@ -93,6 +93,7 @@ def test_spanish_descriptions_are_attached():
     assert ev["description_es"] and ev["description_es"] != ev["description"]
 
 
+@pytest.mark.subprocess
 def test_registry_cli_prints_json():
     out = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "registry", "--format", "json"],

@@ -27,6 +27,7 @@ from pipelines.bronze.listing import ListedFile, list_landing
 from pipelines.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing
+from pipelines.spark_session import describe_jobs
 from pipelines.tables import Tables, tables
 
 # Silver reads bronze's new rows by Delta version (change data feed: for append-only tables it
@@ -145,6 +146,7 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
         list[ledger.LedgerEntry], dict[str, dict]]:
     """Judge the new .gz files, read the good ones with the rest, append one commit per family;
     -> (ledger entries, figures per family)."""
+    describe_jobs(spark, "bronze: .gz files checked")
     verdicts = gzip_verdicts(spark, files)
     entries = [ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])
                for f in files if verdicts.get(f.path, (LANDED,))[0] != LANDED]
@@ -162,6 +164,7 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
             if unsure:
                 frames.append(mixed.where(F.col("family") == family))
             if frames and (sum(f.size for f in mine) or unsure):
+                describe_jobs(spark, f"bronze: {family}: read, route, hash, commit")
                 frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
                 _write(frame, t.bronze_raw(family), run_id)
                 log(f"bronze: {family}: committed the lines of {len(mine)} files to {t.bronze_raw(family)}")
@@ -169,6 +172,7 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
         if unsure:
             mixed.unpersist()
     # What each file gave, read back from this run's commits (two narrow columns of the new files).
+    describe_jobs(spark, "bronze: rows per file read back")
     landed = None
     for family in FAMILIES:
         part = (spark.table(t.bronze_raw(family)).where(F.col("run_id") == run_id).groupBy("source_file")
@@ -220,6 +224,7 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
         _write_state(spark, cfg, {**state, "in_progress": run_id})
         read_entries, figures = _read_and_land(spark, t, to_read, run_id, log)
         entries += read_entries
+    describe_jobs(spark, "bronze: ledger commit")
     ledger.record(spark, t, entries, run_id)
     if cutoff is None and entries:
         ledger.compact(spark, t)  # the ledger gains a small file per run: compacted on full listings

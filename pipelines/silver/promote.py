@@ -36,6 +36,7 @@ from pipelines.silver.transform import (
     to_silver,
 )
 from pipelines.silver.views import ensure_event_views
+from pipelines.spark_session import describe_jobs
 from pipelines.tables import Tables, tables
 
 
@@ -165,13 +166,16 @@ def promote_batch(
     result = PromotionResult(family, batches=1)
     started = time.monotonic()
 
-    def step(what: str) -> None:  # a progress line per step of a long batch
+    def step(what: str, following: str) -> None:  # a progress line per step of a long batch
         log(f"silver: {family}: {what} ({time.monotonic() - started:.1f}s)")
+        describe_jobs(spark, f"silver: {family}: {following}")
+
+    describe_jobs(spark, f"silver: {family}: typing (into the cache)")
 
     # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
     staged = _with_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     result.bronze_rows = staged.count()
-    step(f"typed {result.bronze_rows} bronze rows")
+    step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     events = events_of(staged)
     quarantine = (
         quarantine_of(staged, family)
@@ -197,7 +201,7 @@ def promote_batch(
     result.duplicates = counts.get(SAME_BATCH, 0) + counts.get(ALREADY_IN_SILVER, 0)
     result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
     result.quarantined = sum(result.reasons.values())
-    step("duplicates and quarantine decided")
+    step("duplicates and quarantine decided", "bronze -> silver gate" if gate is not None else "writes")
 
     if gate is not None:
         cfg = gate.cfg
@@ -209,7 +213,7 @@ def promote_batch(
         )
         figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
-        step("gate passed")
+        step("gate passed", "writes")
 
     log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
         f"{result.quarantined} quarantined")
@@ -222,7 +226,7 @@ def promote_batch(
         "duplicates long, quarantined long",
     ).withColumn("processed_at", F.current_timestamp())
     _append(stats, t.silver_batches, app_id, batch_id)
-    step("written")
+    step("written", "views and batch figures")
     staged.unpersist()
     return result
 
