@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 from pipelines.registry import event_spec
-from pipelines.silver.plan import column_name, family_plan
-from pipelines.silver.views import decoded_column, event_attribute_columns
+from pipelines.silver.plan import column_name, family_plan, widest_type
+from pipelines.silver.views import decoded_column, event_attribute_columns, sql_string
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 STAGING_DIR = DBT_DIR / "models" / "staging"
@@ -177,14 +177,14 @@ def _family_columns(family: str, event_types: list[str]) -> list[tuple[str, str,
         usual = Counter(by_event.values()).most_common(1)[0][0] if by_event else None
         odd = {e: v for e, v in by_event.items() if v != usual}
         if odd:
-            own.append((f"case{_case_arms(odd)}\n    end", f"event_{name}", _widest_type({t for _, t in odd.values()})))
+            own.append((f"case{_case_arms(odd)}\n    end", f"event_{name}", widest_type({t for _, t in odd.values()})))
     merged = own
     for name, by_event in per_name.items():
         variants = set(by_event.values())
         if len(variants) == 1 and next(iter(variants))[0] == name:
             merged.append((name, name, next(iter(variants))[1]))
             continue
-        merged.append((f"case{_case_arms(by_event)}\n    end", name, _widest_type({t for _, t in variants})))
+        merged.append((f"case{_case_arms(by_event)}\n    end", name, widest_type({t for _, t in variants})))
     return head + merged + [("silver_ingest_ts", "silver_ingest_ts", "timestamp")]
 
 
@@ -193,7 +193,7 @@ def _case_arms(by_event: dict[str, tuple[str, str]]) -> str:
     laid out as sqlfluff wants it (lower-case keywords, short lines)."""
     arms = []
     for sql in sorted({sql for sql, _ in by_event.values()}):
-        types = [_quoted(e) for e, v in by_event.items() if v[0] == sql]
+        types = [sql_string(e) for e, v in by_event.items() if v[0] == sql]
         lines, line = [], ""
         for name in types:
             if line and len(line) + len(name) > 90:
@@ -219,15 +219,6 @@ def _lower_keywords(sql: str, indent: int) -> str:
         text = re.sub(r" (when|end)\b(?=(?:[^']*'[^']*')*[^']*$)", lambda m: f"\n{pad}    {m.group(1)}"
                       if m.group(1) == "when" else f"\n{pad}{m.group(1)}", text)
     return text
-
-
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "\\'") + "'"
-
-
-def _widest_type(types: set[str]) -> str:
-    return next(t for t in ("string", "double", "bigint", "int", "boolean") if t in types) if len(types) > 1 \
-        else next(iter(types))
 
 
 def render(family: str, event_types: list[str]) -> dict[Path, str]:

@@ -61,7 +61,8 @@ def column_name(attribute: str) -> str:
     return col
 
 
-def _widest(types: set[str]) -> str:
+def widest_type(types: set[str]) -> str:
+    """One type for values documented with ``types`` (the wide column's; a staging CASE's)."""
     if len(types) > 1 and "boolean" in types:
         return "string"
     return max(types, key=_WIDTH.__getitem__)
@@ -125,7 +126,8 @@ def family_plan(family: str) -> FamilyPlan:
                 codes.setdefault(attr.name, attr.codes)
     attributes = tuple(
         ColumnPlan(
-            name, column_name(name), _widest({t for _, t in pairs}), False, tuple(sorted(pairs)), codes.get(name, ())
+            name, column_name(name), widest_type({t for _, t in pairs}), False, tuple(sorted(pairs)),
+            codes.get(name, ()),
         )
         for name, pairs in sorted(by_name.items())
     )

@@ -20,7 +20,8 @@ _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """A SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -34,7 +35,7 @@ def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | N
     name = DECODED_NAMES.get(col.attribute, f"{col.column}_name")
     if name in taken:
         name = f"{name}_name"
-    whens = " ".join(f"WHEN {code} THEN {_sql_string(meaning)}" for code, meaning in col.codes)
+    whens = " ".join(f"WHEN {code} THEN {sql_string(meaning)}" for code, meaning in col.codes)
     return f"CASE `{col.column}` {whens} END", name, "string"
 
 
@@ -64,7 +65,7 @@ def view_sql(t: Tables, family: str, event_type: str) -> str:
     items += [f"`{c}`" for c in VIEW_TAIL]
     return (
         f"CREATE OR REPLACE VIEW {t.event_view(event_type)} AS SELECT {', '.join(items)} "
-        f"FROM {t.silver_events(family)} WHERE event_type = {_sql_string(event_type)}"
+        f"FROM {t.silver_events(family)} WHERE event_type = {sql_string(event_type)}"
     )
 
 
