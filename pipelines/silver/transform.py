@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.bronze.rows import strip_bom
 from pipelines.silver.plan import (
     CURRENT_ONLY_COMMON,
     FamilyPlan,
     family_plan,
     wide_schema_ddl,
 )
-
-_BOM = "\ufeff"
 
 # Quarantine reasons (machine-readable).
 BLANK_LINE = "blank_line"
@@ -130,7 +129,7 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
         F.col("ingest_ts").alias("bronze_ingest_ts"),
     )
     line = F.col("raw_line")
-    parsable = F.when(line.startswith(_BOM), F.substring(line, 2, 1 << 30)).otherwise(line)
+    parsable = strip_bom(line)
     # One parse of the line for flat records; envelopes parse their event object a second time.
     # The envelope's event object is parsed with the same struct type, so a flat record's attributes
     # are the top-level struct itself (no copy of ~250 fields per row).
