@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 from pipelines.config import variant_environ as _variant
-from pipelines.gold.compact import mart_tables
 
 
 def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
@@ -28,10 +27,6 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
 
 # differs by run, not by data: when the row reached silver
 RUN_COLUMNS = ("silver_ingest_ts",)
-
-
-def mart_names(spark, schema: str) -> list[str]:
-    return mart_tables(spark, schema)
 
 
 def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:

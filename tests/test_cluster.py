@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import load_config, variant_environ
+from pipelines.gold.compact import mart_tables
 from pipelines.standalone import Standalone
 from pipelines.writeback.pg_server import free_port
-from tests.lake import RUN_COLUMNS, mart_names, row_differences
+from tests.lake import RUN_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess]
 PROJECT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark,
     cluster_cfg = load_config("cluster", environ=environ)
     assert cluster_cfg.warehouse_dir.startswith("file:")
     gold_local, gold_cluster = local_cfg.get("gold.schema"), cluster_cfg.get("gold.schema")
-    names = mart_names(spark, gold_local)
+    names = mart_tables(spark, gold_local)
     assert "fct_logins" in names and "dim_users" in names
     for name in names:
         location = f"{cluster_cfg.warehouse_dir}/{gold_cluster}.db/{name}"

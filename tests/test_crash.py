@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.generate import generate_activity_log
-from tests.lake import RUN_COLUMNS, mart_names, row_differences
+from pipelines.gold.compact import mart_tables
+from tests.lake import RUN_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
@@ -124,7 +125,7 @@ def test_a_refresh_killed_while_gold_builds_reruns_to_the_same_marts(spark, gold
     same files gave in the gold tests (row for row, but for when each row reached silver)."""
     local_cfg = gold_lake[0]
     gold_local = local_cfg.get("gold.schema")
-    marts = mart_names(spark, gold_local)
+    marts = mart_tables(spark, gold_local)
     crashed = tmp_path / "crashed"
     gold_dir = crashed / "warehouse" / "gold.db"
     source = local_cfg.path("paths.landing_dir")

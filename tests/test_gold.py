@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.gold.checks import EVENT_MARTS
-from pipelines.gold.compact import compact_marts
+from pipelines.gold.compact import compact_marts, data_files, mart_tables
 from pipelines.gold.run import GoldError, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
 from pipelines.jars import jar_paths
@@ -20,7 +20,7 @@ from pipelines.ops import last_success_start
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
-from tests.lake import mart_names, row_differences, variant_environ
+from tests.lake import row_differences, variant_environ
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
@@ -28,7 +28,7 @@ QUIET = {"log": lambda _m: None}
 
 def _snapshot(spark, source: str, target: str) -> list[str]:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {target}")
-    names = mart_names(spark, source)
+    names = mart_tables(spark, source)
     for name in names:
         spark.sql(f"CREATE OR REPLACE TABLE {target}.{name} USING delta AS SELECT * FROM {source}.{name}")
     return names
@@ -66,7 +66,7 @@ def test_marts_past_the_file_count_are_compacted_and_keep_their_rows(spark, gold
     cfg, first, second = gold_lake
     gold = cfg.get("gold.schema")
     assert first.compactions == second.compactions == []  # the test data stays under the conf's count
-    files = {name: spark.sql(f"DESCRIBE DETAIL {gold}.{name}").first()["numFiles"] for name in mart_names(spark, gold)}
+    files = {name: data_files(spark, f"{gold}.{name}") for name in mart_tables(spark, gold)}
     most = max(files.values())
     assert most > 1, files
     fragmented = sorted(name for name, n in files.items() if n == most)

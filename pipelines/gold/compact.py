@@ -28,7 +28,8 @@ def mart_tables(spark: SparkSession, schema: str) -> list[str]:
     return sorted(t.name for t in spark.catalog.listTables(schema) if t.tableType in ("MANAGED", "EXTERNAL"))
 
 
-def _files(spark: SparkSession, table: str) -> int:
+def data_files(spark: SparkSession, table: str) -> int:
+    """How many data files ``table``'s current Delta version has (from its log)."""
     return spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
 
 
@@ -37,12 +38,12 @@ def compact_marts(spark: SparkSession, schema: str, files_over: int, log=print) 
     done = []
     for name in mart_tables(spark, schema):
         table = f"{schema}.{name}"
-        before = _files(spark, table)
+        before = data_files(spark, table)
         if before <= files_over:
             continue
         started = time.monotonic()
         spark.sql(f"OPTIMIZE {table}")
-        done.append(Compaction(table, before, _files(spark, table), time.monotonic() - started))
+        done.append(Compaction(table, before, data_files(spark, table), time.monotonic() - started))
     for c in done:
         log(f"gold: compacted {c.mart}: {c.files_before} -> {c.files_after} files in {c.seconds:.1f}s "
             f"(more than {files_over} files)")
