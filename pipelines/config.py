@@ -63,6 +63,7 @@ REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
     "quality.default_severity": (str,),
     "quality.thresholds": (dict,),
     "quality.severity": (dict,),
+    "quality.pandas_max_rows": (int,),
     "generate.events": (int,),
     "generate.seed": (int,),
     "generate.start": (str,),

@@ -65,6 +65,8 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # the bronze benchmark, see docs/performance.md).
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
         "spark.ui.showConsoleProgress": "false",
+        # the quality gate fetches small checked frames into pandas (quality.pandas_max_rows)
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Activity Log files are small (one per hour and event type, kilobytes each): packed into
         # read tasks as if each cost 4 MB to open (Spark's default), 11,500 of them make ~360 tasks
         # and as many Parquet files per bronze commit; at this cost a few dozen.

@@ -110,31 +110,37 @@ def test_incremental_marts_read_silver_newer_than_a_literal_watermark(spark, gol
     assert f"where silver_ingest_ts > timestamp '{newest.first()[0]}'" in compiled
 
 
-def test_staging_tests_check_the_silver_rows_promoted_since_the_last_gold_build(spark, gold_lake):
-    cfg, _, _ = gold_lake
-    since = last_success_start(spark, cfg, "gold")
-    assert since is not None  # the second refresh's staging tests were scoped by the first's start
-    site_events = tables(cfg).silver_events("site")
+def _scoped_test_catches(spark, cfg, table, where, model, failing_test, since):
+    """Append a copy of one ``table`` row broken so that ``failing_test`` fails, stamped now; dbt's
+    tests of ``model`` catch it when scoped by ``since`` and pass over it when scoped after it."""
     bad = (
-        spark.table(site_events)
-        .where("event_type = 'hist_login'")
-        .limit(1)
+        spark.table(table).where(where).limit(1)
         .withColumn("event_id", F.lit(None).cast("string"))
-        .withColumn("silver_run_id", F.lit("test-null-key"))
         .withColumn("silver_ingest_ts", F.current_timestamp())
     )
-    bad.write.format("delta").mode("append").saveAsTable(site_events)
+    bad.write.format("delta").mode("append").saveAsTable(table)
     try:
-        promoted = spark.sql(
-            f"SELECT cast(max(silver_ingest_ts) AS string) FROM {site_events} WHERE silver_run_id = 'test-null-key'"
-        ).first()[0]
-        select = ["test", "--quiet", "--select", "stg_site__events"]
+        promoted = spark.sql(f"SELECT cast(max(silver_ingest_ts) AS string) FROM {table}").first()[0]
+        select = ["test", "--quiet", "--select", model]
         caught = run_dbt(spark, cfg, select, raise_on_failure=False, tests_since=since)
-        assert any(f.startswith("primary_key_stg_site__events_event_id") for f in caught.failures), caught
+        assert any(f.startswith(failing_test) for f in caught.failures), caught
         # the row is older than the window: this run does not look at it
         assert not run_dbt(spark, cfg, select, raise_on_failure=False, tests_since=promoted).failures
+        # a plain dbt test (no window) looks at every row
+        assert any(f.startswith(failing_test) for f in run_dbt(spark, cfg, select, raise_on_failure=False).failures)
     finally:
-        spark.sql(f"DELETE FROM {site_events} WHERE silver_run_id = 'test-null-key'")
+        spark.sql(f"DELETE FROM {table} WHERE event_id IS NULL")
+
+
+def test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_build(spark, gold_lake):
+    cfg, _, _ = gold_lake
+    since = last_success_start(spark, cfg, "gold")
+    assert since is not None  # the second refresh's tests were scoped by the first's start
+    _scoped_test_catches(spark, cfg, tables(cfg).silver_events("site"), "event_type = 'hist_login'",
+                         "stg_site__events", "primary_key_stg_site__events_event_id", since)
+    # an incremental mart's tests are scoped the same way (macros/test_scope.sql)
+    _scoped_test_catches(spark, cfg, f"{cfg.get('gold.schema')}.fct_logins", "true",
+                         "fct_logins", "primary_key_fct_logins_event_id", since)
 
 
 def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):

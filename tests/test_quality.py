@@ -130,6 +130,32 @@ def test_warning_is_reported_not_blocking(spark, clean_lake, gate):
     assert luid and not luid[0].success and luid[0].severity == "warning"
 
 
+def test_pandas_and_spark_engines_judge_alike(spark, clean_lake):
+    """Frames within quality.pandas_max_rows are checked by GX's pandas engine, larger ones by its
+    Spark engine: both give the same verdicts, figures and samples."""
+    cfg, _ = clean_lake
+    events = (
+        _events(spark, cfg)
+        .withColumn("site_role_id", F.when(F.col("event_id") < "8", F.lit(99)).otherwise(F.col("site_role_id")))
+        .withColumn("actor_user_luid", F.lit("not-a-luid"))
+    )
+    frame = silver_events_frame(cfg, events.unionByName(events.limit(1)))
+    judged = {}
+    for engine, max_rows in (("pandas", 1000), ("spark", 0)):
+        gate = QualityGate(spark, cfg, **QUIET)
+        gate.pandas_max_rows = max_rows
+        with pytest.raises(QualityGateError):
+            gate.validate("bronze_to_silver", silver_events_suite(cfg, "site"), frame, f"engines-{engine}")
+        judged[engine] = sorted(
+            (o.key, o.column or "", o.success, o.element_count, o.unexpected_count, sorted(map(str, o.sample)))
+            for o in gate.outcomes
+        )
+    failed = {(key, column) for key, column, success, *_ in judged["pandas"] if not success}
+    assert {("event_id_unique", "event_id"), ("documented_codes", "site_role_id"),
+            ("luid_shape", "actor_user_luid")} <= failed
+    assert judged["pandas"] == judged["spark"]
+
+
 def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake_dir, monkeypatch, capsys):
     environ = variant_environ(lake_dir, "dq_broken")
     cfg = load_config("test", environ=environ)

@@ -26,7 +26,8 @@ from pipelines.delta_util import ensure_schema
 from pipelines.quality.suites import SuiteSpec, build_suite
 from pipelines.tables import tables
 
-_DATASOURCE = "auditlake_spark"
+# One GX datasource per engine: small frames are checked in pandas, large ones in Spark.
+_DATASOURCES = {"spark": "auditlake_spark", "pandas": "auditlake_pandas"}
 _RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
 # Columns that identify a row for a human reading a failure.
 _ROW_CONTEXT = ("event_id", "event_type", "event_time", "bronze_id", "source_file", "raw_line")
@@ -83,6 +84,22 @@ def _offending_rows(frame: DataFrame, column: str, values: list, limit: int = 3)
     return [{k: (str(v)[:120] if v is not None else None) for k, v in r.asDict().items()} for r in rows]
 
 
+def _plain(value):
+    """A value from GX's pandas engine as plain Python (numpy scalars, pandas timestamps, NaN/NaT -> None),
+    as the Spark engine gives it: samples go back into Spark filters and ops.dq_results."""
+    if value is None or isinstance(value, (str, bool, int, float)) and value == value:
+        return value
+    if isinstance(value, float):  # NaN
+        return None
+    import pandas as pd
+
+    if value is pd.NaT or (not isinstance(value, (list, tuple, dict)) and pd.isna(value) is True):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
 def context_dir(cfg: Config) -> Path:
     return cfg.path("quality.context_dir")
 
@@ -100,18 +117,23 @@ class QualityGate:
         logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self.context = gx.get_context(mode="file", project_root_dir=str(context_dir(cfg)))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-        try:
-            self.datasource = self.context.data_sources.get(_DATASOURCE)
-        except (KeyError, ValueError, LookupError):
-            self.datasource = self.context.data_sources.add_spark(name=_DATASOURCE)
+        self.pandas_max_rows = int(cfg.get("quality.pandas_max_rows"))
+        self.datasources = {}
+        for engine, ds_name in _DATASOURCES.items():
+            try:
+                self.datasources[engine] = self.context.data_sources.get(ds_name)
+            except (KeyError, ValueError, LookupError):
+                add = self.context.data_sources.add_spark if engine == "spark" else self.context.data_sources.add_pandas
+                self.datasources[engine] = add(name=ds_name)
         self.outcomes: list[ExpectationOutcome] = []
 
-    def _checkpoint(self, name: str, spec: SuiteSpec) -> gx.Checkpoint:
+    def _checkpoint(self, name: str, spec: SuiteSpec, engine: str) -> gx.Checkpoint:
         suite = self.context.suites.add_or_update(build_suite(spec))
+        datasource = self.datasources[engine]
         try:
-            asset = self.datasource.get_asset(name)
+            asset = datasource.get_asset(name)
         except LookupError:
-            asset = self.datasource.add_dataframe_asset(name=name)
+            asset = datasource.add_dataframe_asset(name=name)
         try:
             batch_def = asset.get_batch_definition("whole")
         except KeyError:
@@ -128,19 +150,26 @@ class QualityGate:
         if not self.enabled:
             return []
         name = f"{boundary}.{spec.name}"
-        # GX computes each expectation's metrics in jobs of their own (a dozen scans of the frame):
-        # they read the few columns the suite names, kept in memory once, never the wide batch again
-        # (the whole frame is read only for the rows behind a failure).
+        # Only the few columns the suite names are checked (the whole frame is read again only for
+        # the rows behind a failure).
         wanted = {e.column for e in spec.expectations if getattr(e, "column", None)}
-        narrow = frame.select(*[c for c in frame.columns if c in wanted]).persist(StorageLevel.MEMORY_AND_DISK)
+        narrow = frame.select(*[c for c in frame.columns if c in wanted])
+        # GX's Spark engine runs a job or two per expectation: ~1.5 s per suite on a warm session
+        # even for a handful of rows. A frame that fits in quality.pandas_max_rows is fetched once
+        # (Arrow) and checked by GX's pandas engine in this process instead.
+        if self.pandas_max_rows > 0:
+            small = narrow.limit(self.pandas_max_rows + 1).toPandas()
+            if len(small) <= self.pandas_max_rows:
+                return self._validate(name, spec, frame, "pandas", small, run_id)
+        narrow = narrow.persist(StorageLevel.MEMORY_AND_DISK)  # the Spark engine scans it once per metric
         try:
-            return self._validate(name, spec, frame, narrow, run_id)
+            return self._validate(name, spec, frame, "spark", narrow, run_id)
         finally:
             narrow.unpersist()
 
-    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame, narrow: DataFrame, run_id: str) -> list[
+    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame, engine: str, data, run_id: str) -> list[
             ExpectationOutcome]:
-        result = self._checkpoint(name, spec).run(batch_parameters={"dataframe": narrow})
+        result = self._checkpoint(name, spec, engine).run(batch_parameters={"dataframe": data})
         outcomes = []
         for suite_result in result.run_results.values():
             for r in suite_result.results:
@@ -155,11 +184,11 @@ class QualityGate:
                         column=conf.kwargs.get("column"),
                         severity=conf.meta.get("severity", "critical"),
                         success=bool(r.success),
-                        element_count=res.get("element_count"),
-                        unexpected_count=res.get("unexpected_count"),
-                        unexpected_percent=res.get("unexpected_percent"),
+                        element_count=_plain(res.get("element_count")),
+                        unexpected_count=_plain(res.get("unexpected_count")),
+                        unexpected_percent=_plain(res.get("unexpected_percent")),
                         observed_value=None if res.get("observed_value") is None else str(res.get("observed_value")),
-                        sample=list(res.get("partial_unexpected_list") or [])[:5],
+                        sample=[_plain(v) for v in list(res.get("partial_unexpected_list") or [])[:5]],
                     )
                 )
         for o in outcomes:
