@@ -10,6 +10,7 @@ replaces the previous figures of that benchmark only.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -362,6 +363,7 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
                 "history": history,
                 "seconds": {name: run.seconds for name, run in layer.items()},
                 "total_s": seconds,
+                "dbt_nodes": [] if report.gold_skipped else _dbt_node_seconds(),
             }
         )
         log(f"bench: batch {number}/{batches}: {layer['silver'].rows_out} new events ({history} in silver) in "
@@ -370,6 +372,17 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
         if on_batch is not None:
             on_batch(figures)
     return figures
+
+
+def _dbt_node_seconds() -> list[tuple[str, str, float]]:
+    """(node name, kind: model / test / unit_test, seconds) of the last dbt build, slowest first
+    (dbt's target/run_results.json)."""
+    from pipelines.gold.staging import DBT_DIR
+
+    results = json.loads((DBT_DIR / "target" / "run_results.json").read_text())["results"]
+    nodes = [(r["unique_id"].split(".", 2)[2], r["unique_id"].split(".")[0], float(r["execution_time"]))
+             for r in results]
+    return sorted(nodes, key=lambda n: -n[2])
 
 
 def _all_figures(events: int, data: dict, planned: int, rows: list[dict]) -> dict:
@@ -382,6 +395,7 @@ def _all_figures(events: int, data: dict, planned: int, rows: list[dict]) -> dic
         "batches": rows,
         "flatness": incremental[-1]["total_s"] / incremental[0]["total_s"] if len(incremental) > 1 else float("nan"),
         "slope": _slope([r["history"] for r in incremental], [r["total_s"] for r in incremental]),
+        "gold_slope": _slope([r["history"] for r in incremental], [r["seconds"].get("gold", 0) for r in incremental]),
     }
 
 
@@ -420,8 +434,21 @@ def render_all(fig: dict, cfg: Config) -> str:
         f"Last incremental batch / first incremental batch (batch {len(fig['batches'])} / batch 2): "
         f"**{fig['flatness']:.2f}x** (flat = 1.0; batch 1 builds everything from nothing). "
         f"Least-squares growth over batches 2..{len(fig['batches'])}: "
-        f"**{fig['slope'] * 100_000:+.1f} s per 100,000 rows of history**.",
+        f"**{fig['slope'] * 100_000:+.1f} s per 100,000 rows of history** "
+        f"(gold alone: {fig['gold_slope'] * 100_000:+.1f} s).",
     ]
+    if len(fig["batches"]) > 2 and fig["batches"][1]["dbt_nodes"] and fig["batches"][-1]["dbt_nodes"]:
+        first, last = fig["batches"][1], fig["batches"][-1]
+        lines += ["", f"dbt's slowest nodes (thread seconds; dbt runs 4 threads), batch 2 and batch "
+                  f"{last['batch']}:", "", f"| node | batch 2 s | batch {last['batch']} s |", "|---|---:|---:|"]
+        at_first = {name: secs for name, _kind, secs in first["dbt_nodes"]}
+        for name, _kind, secs in last["dbt_nodes"][:10]:
+            lines.append(f"| `{name[:70]}` | {at_first.get(name, float('nan')):.1f} | {secs:.1f} |")
+        for label, batch in (("batch 2", first), (f"batch {last['batch']}", last)):
+            by_kind: dict[str, float] = {}
+            for _name, kind, secs in batch["dbt_nodes"]:
+                by_kind[kind] = by_kind.get(kind, 0.0) + secs
+            lines.append(f"\n{label}: " + ", ".join(f"{k}s {v:.1f} s" for k, v in sorted(by_kind.items())) + ".")
     return "\n".join(lines)
 
 

@@ -28,3 +28,20 @@ def test_delivery_batches_cut_consecutive_hours_and_keep_every_file(tmp_path):
 def test_slope_is_seconds_per_event_of_history():
     assert _slope([100, 200, 300], [10.0, 10.0, 10.0]) == 0.0
     assert _slope([100, 200, 300], [10.0, 20.0, 30.0]) == pytest.approx(0.1)
+
+
+def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
+    from pipelines.bench import _all_figures, render_all
+    from pipelines.config import load_config
+
+    def batch(n: int, history: int, gold: float, nodes) -> dict:
+        return {"batch": n, "files": 1, "rows_in": 10, "rows_out": 10, "history": history,
+                "seconds": {"bronze": 1.0, "silver": 2.0, "gold": gold}, "total_s": 3.0 + gold, "dbt_nodes": nodes}
+
+    rows = [batch(1, 100_000, 40.0, []),
+            batch(2, 200_000, 20.0, [("dim_users", "model", 4.0), ("primary_key_fct_logins_event_id.1", "test", 1.0)]),
+            batch(3, 300_000, 21.0, [("dim_users", "model", 5.0), ("primary_key_fct_logins_event_id.1", "test", 0.5)])]
+    text = render_all(_all_figures(1000, {"files": 3, "bytes": 1e6}, 3, rows), load_config("test"))
+    assert "(gold alone: +1.0 s)" in text
+    assert "| `dim_users` | 4.0 | 5.0 |" in text
+    assert "batch 3: models 5.0 s, tests 0.5 s" in text

@@ -6,8 +6,8 @@
   scalar subquery is only known once the query runs, too late for Spark to push it into the
   silver scans (Parquet row-group skipping), so every run would read all of silver's history.
 #}
-{% macro newer_than_mart(column='silver_ingest_ts') %}
-    {%- if is_incremental() %}
+{% macro newer_than_mart(column='silver_ingest_ts', incremental=none) %}
+    {%- if (is_incremental() if incremental is none else incremental) %}
     where {{ column }} > {{ mart_watermark(column) }}
     {%- endif %}
 {% endmacro %}
@@ -20,4 +20,20 @@
     {%- set found = run_query("select cast(max(" ~ column ~ ") as string) from " ~ this) -%}
     {%- set newest = found.columns[0].values()[0] if found and found.rows | length > 0 else none -%}
     {{ return("timestamp '" ~ newest ~ "'" if newest else floor) }}
+{% endmacro %}
+
+{#
+  is_incremental(), and the mart already has every one of `columns`. A mart built by an earlier
+  version of its model, without them, is recomputed from all of history once instead; the merge
+  (on_schema_change='append_new_columns') adds the columns and updates every row.
+#}
+{% macro is_incremental_with(columns) %}
+    {%- if not (execute and is_incremental()) -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set present = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list -%}
+    {%- for column in columns if column | lower not in present -%}
+        {{ return(false) }}
+    {%- endfor -%}
+    {{ return(true) }}
 {% endmacro %}

@@ -90,7 +90,10 @@ def build_gold(
     """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests; the
     staging views' tests only over silver rows promoted after ``tests_since`` when given."""
     args = ["build", "--quiet"] + (["--full-refresh"] if full_refresh else [])
-    since = "" if full_refresh or not tests_since else f"; staging tests over silver rows since {tests_since}"
+    since = (
+        "" if full_refresh or not tests_since
+        else f"; tests of staging and incremental marts over silver rows since {tests_since}"
+    )
     log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/){since}")
     result = run_dbt(spark, cfg, args, tests_since=None if full_refresh else tests_since)
     figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
