@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import great_expectations as gx
+import pandas as pd
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -87,13 +88,9 @@ def _offending_rows(frame: DataFrame, column: str, values: list, limit: int = 3)
 def _plain(value):
     """A value from GX's pandas engine as plain Python (numpy scalars, pandas timestamps, NaN/NaT -> None),
     as the Spark engine gives it: samples go back into Spark filters and ops.dq_results."""
-    if value is None or isinstance(value, (str, bool, int, float)) and value == value:
+    if isinstance(value, (list, tuple, dict)):
         return value
-    if isinstance(value, float):  # NaN
-        return None
-    import pandas as pd
-
-    if value is pd.NaT or (not isinstance(value, (list, tuple, dict)) and pd.isna(value) is True):
+    if value is None or pd.isna(value):
         return None
     if isinstance(value, pd.Timestamp):
         return value.to_pydatetime()
