@@ -33,10 +33,6 @@ def to_us(dt: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us // 1_000_000, tz=UTC).replace(microsecond=us % 1_000_000)
-
-
 def _prefix(hour: int) -> str:
     p = _hour_prefix.get(hour)
     if p is None:
@@ -244,10 +240,6 @@ def _bigsize(c: Ctx) -> int:
 
 def _job(c: Ctx) -> dict:
     return c.job or {}
-
-
-def _rel_time(c: Ctx, lo_h: float, hi_h: float) -> str:
-    return iso_micro(c.us + int(c.rng.uniform(lo_h, hi_h) * HOUR_US))
 
 
 def _trace(c: Ctx) -> str:

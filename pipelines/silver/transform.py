@@ -27,19 +27,7 @@ MALFORMED_JSON = "malformed_json"
 MISSING_EVENT_TYPE = "missing_event_type"
 UNKNOWN_EVENT_TYPE = "unknown_event_type"
 BAD_EVENT_TIME = "bad_event_time"
-QUARANTINE_REASONS = (BLANK_LINE, MALFORMED_JSON, MISSING_EVENT_TYPE, UNKNOWN_EVENT_TYPE, BAD_EVENT_TIME)
 
-QUARANTINE_COLUMNS = [
-    "bronze_id",
-    "family",
-    "reason",
-    "detail",
-    "event_type",
-    "raw_line",
-    "source_file",
-    "bronze_run_id",
-    "bronze_ingest_ts",
-]
 LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts"]
 
 
@@ -47,10 +35,6 @@ LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_t
 class SilverFrames:
     events: DataFrame  # typed rows, one per bronze row that is an event (duplicates not yet removed)
     quarantine: DataFrame
-
-
-def _lit_array(values) -> Column:
-    return F.array(*[F.lit(v) for v in values]) if values else F.array().cast("array<string>")
 
 
 def _canonical_event_type(plan: FamilyPlan, raw_type: str) -> Column:

@@ -37,18 +37,6 @@ from pipelines.writeback.source import (
     source_kind,
 )
 
-BRONZE_COLUMNS = [
-    "bronze_id",
-    "database",
-    "row_key",
-    *COLUMNS,
-    "parse_status",
-    "raw_record",
-    "content_hash",
-    "source",
-    "ingest_ts",
-    "run_id",
-]
 _WATERMARK_SCHEMA = (
     "source string, database string, watermark_utc timestamp_ntz, read_from_utc timestamp_ntz, "
     "rows_read long, rows_landed long, run_id string, updated_at timestamp"

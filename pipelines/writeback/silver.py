@@ -88,18 +88,6 @@ AUDIT_COLUMNS = [
     "bronze_run_id",
     "bronze_ingest_ts",
 ]
-QUARANTINE_COLUMNS = [
-    "bronze_id",
-    "database",
-    "reason",
-    "detail",
-    "raw_id",
-    "raw_action_name",
-    "raw_record",
-    "source",
-    "bronze_run_id",
-    "bronze_ingest_ts",
-]
 
 
 @dataclass
