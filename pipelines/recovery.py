@@ -49,7 +49,8 @@ def clear_interrupted_creates(spark: SparkSession, schema: str, log=print) -> li
     location = schema_location(spark, schema)
     if location is None:
         return []
-    registered = {t.name.lower() for t in spark.catalog.listTables(schema)}
+    # names only: catalog.listTables fetches every table's metadata (seconds for silver's 244 views)
+    registered = {r["tableName"].lower() for r in spark.sql(f"SHOW TABLES IN {schema}").collect()}
     cleared = []
     for name, is_dir in storage.list_status(spark, location):
         if not is_dir or name.lower() in registered or name.startswith(("_", ".")):
