@@ -9,6 +9,15 @@ def ensure_schema(spark: SparkSession, schema: str) -> None:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
 
 
+def table_names(spark: SparkSession, schema: str, views: bool = True) -> set[str]:
+    """The names of ``schema``'s tables (and views unless ``views=False``), no temporary views.
+    Names only: ``catalog.listTables`` fetches every table's metadata (seconds for silver's views)."""
+    names = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {schema}").collect() if not r["isTemporary"]}
+    if not views:
+        names -= {r["viewName"] for r in spark.sql(f"SHOW VIEWS IN {schema}").collect()}
+    return names
+
+
 def create_table_if_missing(spark: SparkSession, name: str, schema_ddl: str, properties: dict[str, str] | None = None,
                             partition_by: str | None = None) -> bool:
     """Create ``name`` empty (its first commit adds no file, so a kill mid-create leaves nothing that

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from pipelines import storage
+from pipelines.delta_util import table_names
 
 
 class OrphanTableError(RuntimeError):
@@ -49,8 +50,7 @@ def clear_interrupted_creates(spark: SparkSession, schema: str, log=print) -> li
     location = schema_location(spark, schema)
     if location is None:
         return []
-    # names only: catalog.listTables fetches every table's metadata (seconds for silver's 244 views)
-    registered = {r["tableName"].lower() for r in spark.sql(f"SHOW TABLES IN {schema}").collect()}
+    registered = {name.lower() for name in table_names(spark, schema)}
     cleared = []
     for name, is_dir in storage.list_status(spark, location):
         if not is_dir or name.lower() in registered or name.startswith(("_", ".")):

@@ -14,7 +14,7 @@ from pipelines import bronze
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import EVENT_MARTS, reconciliation_frame, validate_gold
-from pipelines.gold.compact import Compaction, compact_marts
+from pipelines.gold.compact import Compaction, compact_marts, mart_tables
 from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
@@ -233,7 +233,6 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
     out += _quarantine_by_reason(spark, t.writeback_quarantine)
     gold = cfg.get("gold.schema")
     if spark.catalog.databaseExists(gold):
-        for table in sorted(spark.catalog.listTables(gold), key=lambda x: x.name):
-            if table.tableType != "VIEW" and not table.isTemporary:
-                out.append((f"{gold}.{table.name}", spark.table(f"{gold}.{table.name}").count(), "gold mart"))
+        for name in mart_tables(spark, gold):
+            out.append((f"{gold}.{name}", spark.table(f"{gold}.{name}").count(), "gold mart"))
     return out

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from pipelines.delta_util import table_names
+
 
 @dataclass(frozen=True)
 class Compaction:
@@ -25,9 +27,7 @@ class Compaction:
 
 def mart_tables(spark: SparkSession, schema: str) -> list[str]:
     """The schema's tables: not its views, nor the temporary views dbt's merges leave."""
-    # names only (catalog.listTables fetches every table's metadata, a second or more per schema)
-    names = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {schema}").collect() if not r["isTemporary"]}
-    return sorted(names - {r["viewName"] for r in spark.sql(f"SHOW VIEWS IN {schema}").collect()})
+    return sorted(table_names(spark, schema, views=False))
 
 
 def data_files(spark: SparkSession, table: str) -> int:

@@ -37,7 +37,7 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
         "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
         "inactive_user_days": cfg.get("gold.inactive_user_days"),
     }
-    if tests_since:  # staging tests check silver rows promoted after this (dbt_project.yml)
+    if tests_since:  # staging and incremental-mart tests check rows promoted after this (macros/test_scope.sql)
         out["tests_since"] = tests_since
     return out
 
@@ -87,8 +87,9 @@ def run_dbt(
 def build_gold(
     spark: SparkSession, cfg: Config, full_refresh: bool = False, log=print, tests_since: str | None = None
 ) -> GoldResult:
-    """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests; the
-    staging views' tests only over silver rows promoted after ``tests_since`` when given."""
+    """``dbt build``: every mart, incrementally unless ``full_refresh``, with its tests; the tests
+    of the staging views and incremental marts only over silver rows promoted after ``tests_since``
+    when given."""
     args = ["build", "--quiet"] + (["--full-refresh"] if full_refresh else [])
     since = (
         "" if full_refresh or not tests_since
