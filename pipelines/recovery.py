@@ -9,7 +9,10 @@ the next attempt to create the table stops with DELTA_CREATE_TABLE_WITH_NON_EMPT
 Such a folder holds no committed row (no commit in its log adds a file: nothing was ever
 readable through the table), so removing it loses nothing; the rows come again from the
 source, whose checkpoint or watermark never recorded them as done. A folder whose log did
-commit rows is never touched: the run stops and says how to register it.
+commit rows is never touched: the run stops and says how to register it. Except in gold:
+every gold table is derived (dbt rebuilds it from silver), and CREATE TABLE AS commits its rows
+*before* the metastore registers the name, so a kill in that window is ordinary there; the
+folder is removed and the re-run builds the table again.
 
 2. A stream checkpoint file being written. Spark writes each one to a hidden temporary file and
 renames it; a kill in between leaves ``.<batch>.<uuid>.tmp``. Spark never reads those, but since
@@ -45,8 +48,10 @@ def _commits_rows(spark: SparkSession, table_dir: str) -> bool:
     return False
 
 
-def clear_interrupted_creates(spark: SparkSession, schema: str, log=print) -> list[str]:
-    """Remove the folders a killed table creation left in ``schema``'s location; -> their names."""
+def clear_interrupted_creates(spark: SparkSession, schema: str, log=print, derived: bool = False) -> list[str]:
+    """Remove the folders a killed table creation left in ``schema``'s location; -> their names.
+    ``derived``: every table of ``schema`` is rebuilt from another layer, so a folder is removed
+    even when it committed rows."""
     location = schema_location(spark, schema)
     if location is None:
         return []
@@ -56,7 +61,8 @@ def clear_interrupted_creates(spark: SparkSession, schema: str, log=print) -> li
         if not is_dir or name.lower() in registered or name.startswith(("_", ".")):
             continue
         folder = storage.join(location, name)
-        if _commits_rows(spark, folder):
+        held_rows = _commits_rows(spark, folder)
+        if held_rows and not derived:
             raise OrphanTableError(
                 f"{folder} holds a Delta table with committed rows that the metastore does not list as "
                 f"{schema}.{name}: register it (CREATE TABLE {schema}.{name} USING delta LOCATION '{folder}') "
@@ -64,7 +70,8 @@ def clear_interrupted_creates(spark: SparkSession, schema: str, log=print) -> li
             )
         storage.delete(spark, folder)
         cleared.append(name)
-        log(f"recovery: removed {folder}: a creation of {schema}.{name} was interrupted before it held any row")
+        why = "its rows are rebuilt from the layer below" if held_rows else "before it held any row"
+        log(f"recovery: removed {folder}: a creation of {schema}.{name} was interrupted ({why})")
     return cleared
 
 

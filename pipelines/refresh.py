@@ -66,8 +66,8 @@ def run_refresh(
     report.full_listing = full_listing
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
     # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
-    for schema in (cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS):
-        clear_interrupted_creates(spark, schema, log=log)
+    for layer in LAYER_SCHEMAS:
+        clear_interrupted_creates(spark, cfg.get(f"{layer}.schema"), log=log, derived=layer == "gold")
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
