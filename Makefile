@@ -45,10 +45,10 @@ $(STAMP): pyproject.toml
 
 # Rebuild the committed event registry from the Tableau references.
 registry: $(STAMP)
-	@$(BIN)/python -m pipelines.registry.build --reference $(REFERENCE)
+	@$(BIN)/python -m pipelines.activity_log.registry.build --reference $(REFERENCE)
 
 lint: $(STAMP)
-	@$(BIN)/ruff check pipelines tests
+	@$(BIN)/ruff check pipelines devtools tests
 
 # sqlfluff with the dbt templater compiles the project (target `local`: its own Spark session
 # on the embedded metastore under data/, so not while a refresh runs).

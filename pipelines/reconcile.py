@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import bronze
-from pipelines.bronze import ledger
+from pipelines.activity_log import bronze
+from pipelines.activity_log.bronze import ledger
 from pipelines.config import Config
 from pipelines.tables import tables
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines import bronze
+from pipelines.activity_log import bronze
+from pipelines.activity_log.silver import promote
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import EVENT_MARTS, reconciliation_frame, validate_gold
@@ -19,7 +20,6 @@ from pipelines.gold.run import GoldError, GoldResult, build_gold
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
-from pipelines.silver import promote
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze

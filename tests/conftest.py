@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from devtools.pg_server import free_port
+from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
-from pipelines.generate import generate_activity_log
 from pipelines.refresh import run_refresh
-from pipelines.writeback.pg_server import free_port
 from tests.lake import move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"

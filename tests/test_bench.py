@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.bench import _slope, delivery_batches
+from devtools.bench import _slope, delivery_batches
 
 
 def test_delivery_batches_cut_consecutive_hours_and_keep_every_file(tmp_path):
@@ -31,7 +31,7 @@ def test_slope_is_seconds_per_event_of_history():
 
 
 def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
-    from pipelines.bench import _all_figures, render_all
+    from devtools.bench import _all_figures, render_all
     from pipelines.config import load_config
 
     def batch(n: int, history: int, gold: float, nodes) -> dict:

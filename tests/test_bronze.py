@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import bronze
-from pipelines.bronze import layout
-from pipelines.bronze.decode import check_gzip
+from devtools.sample.activity_log import generate_activity_log
+from pipelines.activity_log import bronze
+from pipelines.activity_log.bronze import layout
+from pipelines.activity_log.bronze.decode import check_gzip
 from pipelines.config import load_config
-from pipelines.generate import generate_activity_log
 from pipelines.refresh import new_run_id
 from pipelines.tables import tables
 
@@ -340,8 +340,8 @@ def test_poison_files_are_quarantined_and_the_rest_lands(spark, poisoned):
 
 
 def test_gzip_files_are_judged_alike_on_the_driver_and_in_spark(spark, poisoned):
-    from pipelines.bronze.land import gzip_verdicts
-    from pipelines.bronze.listing import list_landing
+    from pipelines.activity_log.bronze.land import gzip_verdicts
+    from pipelines.activity_log.bronze.listing import list_landing
 
     cfg, landing, _, _, _ = poisoned
     listed = list_landing(spark, str(landing))
@@ -396,7 +396,7 @@ def test_a_tree_with_no_activity_log_file_says_so(spark, lake_dir):
 
 def test_files_of_a_run_killed_before_its_ledger_commit_are_not_landed_again(spark, lake_dir):
     from pipelines import storage
-    from pipelines.bronze.land import _state_path
+    from pipelines.activity_log.bronze.land import _state_path
 
     cfg = variant(lake_dir, "unledgered")
     generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=29, days=1)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from devtools.pg_server import free_port
 from pipelines.config import load_config, variant_environ
 from pipelines.gold.compact import mart_tables
 from pipelines.standalone import Standalone
-from pipelines.writeback.pg_server import free_port
 from tests.lake import RUN_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess]

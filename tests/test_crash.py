@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generate import generate_activity_log
+from devtools.sample.activity_log import generate_activity_log
 from pipelines.gold.compact import mart_tables
 from tests.lake import RUN_COLUMNS, row_differences
 

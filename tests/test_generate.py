@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generate import (
+from devtools.sample.activity_log import (
     DIRTY_KINDS,
     UNKNOWN_TYPES,
     attribute_list,
@@ -25,7 +25,7 @@ from pipelines.generate import (
     full_record,
     generate_activity_log,
 )
-from pipelines.registry import event_specs
+from pipelines.activity_log.registry import event_specs
 
 SEED = 7
 EVENTS = 3000
@@ -577,7 +577,7 @@ def test_deprecated_permission_events_precede_the_cutover_when_the_window_allows
 
 
 def test_progress_is_reported(tmp_path, monkeypatch):
-    from pipelines.generate import generator
+    from devtools.sample.activity_log import generator
 
     monkeypatch.setattr(generator, "PROGRESS_EVERY", 500)
     lines: list[str] = []
@@ -634,7 +634,7 @@ def test_build_record_value_formats():
 
 
 def test_tableau_layouts_hold_the_same_files_at_tableau_paths(tmp_path):
-    from pipelines.bronze.layout import classify
+    from pipelines.activity_log.bronze.layout import classify
 
     trees = {}
     for layout in ("auditlake", "date_first", "schema_first"):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.generate import generate_activity_log
+from devtools.pg_server import PgServer, free_port
+from devtools.sample.activity_log import generate_activity_log
 from pipelines.serve import beeline_rows
-from pipelines.writeback.pg_server import PgServer, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess]
 

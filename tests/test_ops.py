@@ -12,8 +12,8 @@ from datetime import datetime
 
 import pytest
 
+from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
-from pipelines.generate import generate_activity_log
 from pipelines.ops import LOCK_FILE, RefreshBusyError, refresh_lock
 from pipelines.query import format_rows
 from pipelines.refresh import run_refresh

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
+from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
-from pipelines.generate import generate_activity_log
 from pipelines.quality.frames import silver_batch_frame, silver_events_frame
 from pipelines.quality.gate import QualityGate, QualityGateError
 from pipelines.quality.suites import silver_batch_suite, silver_events_suite

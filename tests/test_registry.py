@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from pipelines.registry import REGISTRY_PATH, common_attributes, event_spec, event_specs, load_registry
-from pipelines.registry.build import build_registry, normalise_type, render
+from pipelines.activity_log.registry import REGISTRY_PATH, common_attributes, event_spec, event_specs, load_registry
+from pipelines.activity_log.registry.build import build_registry, normalise_type, render
 from tests.conftest import REFERENCE_DIR
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import bronze
+from devtools.sample.activity_log import UNKNOWN_TYPES, generate_activity_log
+from pipelines.activity_log import bronze
+from pipelines.activity_log.registry import event_specs
+from pipelines.activity_log.silver.plan import family_plan
 from pipelines.config import load_config
-from pipelines.generate import UNKNOWN_TYPES, generate_activity_log
 from pipelines.reconcile import reconcile, reconcile_files, run_figures
 from pipelines.refresh import run_refresh
-from pipelines.registry import event_specs
-from pipelines.silver.plan import family_plan
 from pipelines.tables import tables
 
 pytestmark = pytest.mark.integration

@@ -8,11 +8,11 @@ from datetime import datetime
 
 import pytest
 
-from pipelines.bronze import to_bronze_rows
-from pipelines.generate import full_record
-from pipelines.registry import event_spec, event_specs
-from pipelines.silver.plan import column_name, family_plan, snake_case
-from pipelines.silver.transform import decide, to_silver
+from devtools.sample.activity_log import full_record
+from pipelines.activity_log.bronze import to_bronze_rows
+from pipelines.activity_log.registry import event_spec, event_specs
+from pipelines.activity_log.silver.plan import column_name, family_plan, snake_case
+from pipelines.activity_log.silver.transform import decide, to_silver
 
 pytestmark = pytest.mark.integration
 

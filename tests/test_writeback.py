@@ -9,15 +9,15 @@ from datetime import datetime
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.writeback import COLUMNS, ROLE_FIELD
-from pipelines.writeback.bronze import to_bronze_rows
-from pipelines.writeback.generate import (
+from devtools.sample.writeback import (
     DIRTY_KINDS,
     EXPORT_ONLY_KINDS,
     generate_historical_audit,
     insert_sql,
     write_export,
 )
+from pipelines.writeback import COLUMNS, ROLE_FIELD
+from pipelines.writeback.bronze import to_bronze_rows
 from pipelines.writeback.silver import QUARANTINE_REASONS, to_writeback_silver
 from pipelines.writeback.source import SOURCE_COLUMNS, _cause, incremental_query, read_file_export
 

@@ -16,11 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.config import load_config
-from pipelines.tables import tables
-from pipelines.writeback import COLUMNS
-from pipelines.writeback.bronze import land_writeback, last_watermarks
-from pipelines.writeback.generate import (
+from devtools.pg_server import PgServer
+from devtools.sample.writeback import (
     EXPORT_ONLY_KINDS,
     audit_row,
     generate_historical_audit,
@@ -28,7 +25,10 @@ from pipelines.writeback.generate import (
     load_into_postgres,
     write_export,
 )
-from pipelines.writeback.pg_server import PgServer
+from pipelines.config import load_config
+from pipelines.tables import tables
+from pipelines.writeback import COLUMNS
+from pipelines.writeback.bronze import land_writeback, last_watermarks
 from pipelines.writeback.silver import promote_writeback
 from pipelines.writeback.source import WritebackSourceError, jdbc_source_name
 

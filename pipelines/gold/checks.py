@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.bronze import FAMILIES
+from pipelines.activity_log.bronze import FAMILIES
 from pipelines.config import Config
 from pipelines.gold.staging import event_groups
 from pipelines.quality import suites

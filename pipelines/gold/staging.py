@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from pipelines.registry import event_spec
-from pipelines.silver.plan import column_name, family_plan, widest_type
-from pipelines.silver.views import decoded_column, event_attribute_columns, sql_string
+from pipelines.activity_log.registry import event_spec
+from pipelines.activity_log.silver.plan import column_name, family_plan, widest_type
+from pipelines.activity_log.silver.views import decoded_column, event_attribute_columns, sql_string
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 STAGING_DIR = DBT_DIR / "models" / "staging"

@@ -21,6 +21,7 @@ import pandas as pd
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
@@ -75,8 +76,6 @@ class ExpectationOutcome:
 
 def _offending_rows(frame: DataFrame, column: str, values: list, limit: int = 3) -> list[dict]:
     """A few whole rows behind the offending values (identifying columns only, long text cut)."""
-    from pyspark.sql import functions as F
-
     cols = [c for c in dict.fromkeys((column, *_ROW_CONTEXT)) if c in frame.columns]
     cond = F.col(column).isin([v for v in values if v is not None])
     if any(v is None for v in values):
@@ -231,3 +230,19 @@ class QualityGate:
     def build_data_docs(self) -> Path:
         self.context.build_data_docs()
         return data_docs_index(self.cfg)
+
+
+def latest_run_summary(spark: SparkSession, cfg: Config) -> tuple[str, list] | None:
+    """The latest run in ops.dq_results and, per checkpoint and severity, expectations checked and
+    failed; None before the first validation."""
+    table = tables(cfg).dq_results
+    if not spark.catalog.tableExists(table):
+        return None
+    last = spark.table(table).orderBy(F.col("validated_at").desc()).select("run_id").first()
+    if last is None:
+        return None
+    rows = (spark.table(table).where(F.col("run_id") == last["run_id"])
+            .groupBy("checkpoint", "severity")
+            .agg(F.count("*").alias("checked"), F.count_if(~F.col("success")).alias("failed"))
+            .orderBy("checkpoint", "severity").collect())
+    return last["run_id"], rows

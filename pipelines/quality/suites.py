@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import great_expectations as gx
 from great_expectations import expectations as gxe
 
+from pipelines.activity_log.silver.plan import family_plan
 from pipelines.config import Config
-from pipelines.silver.plan import family_plan
 
 UUID_REGEX = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 

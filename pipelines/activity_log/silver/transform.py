@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.bronze.rows import strip_bom
-from pipelines.silver.plan import (
+from pipelines.activity_log.bronze.rows import strip_bom
+from pipelines.activity_log.silver.plan import (
     CURRENT_ONLY_COMMON,
     FamilyPlan,
     family_plan,

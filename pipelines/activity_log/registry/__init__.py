@@ -1,7 +1,7 @@
 """The event registry: every documented event type and its typed attributes.
 
 The data lives in ``event_registry.json`` beside this module, generated from the
-Tableau references by ``pipelines.registry.build`` and committed. Nothing here
+Tableau references by ``pipelines.activity_log.registry.build`` and committed. Nothing here
 reads the references at run time.
 """
 

@@ -15,7 +15,7 @@ import random
 import uuid
 from datetime import UTC, datetime
 
-from pipelines.registry import common_attributes
+from pipelines.activity_log.registry import common_attributes
 
 # Site role names as the reference spells them out (the siteRoleId codes in the registry).
 SITE_ROLE_NAMES = dict(next(a for a in common_attributes("site") if a.name == "siteRoleId").codes)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from pipelines.registry import common_attributes, event_specs
+from pipelines.activity_log.registry import common_attributes, event_specs
 
 # When one attribute name has different documented types across event types, the
 # wide column takes the widest; each view casts back to its event's own type.

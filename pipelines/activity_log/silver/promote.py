@@ -18,13 +18,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import bronze, storage
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema, table_version
-from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.quality.gate import QualityGate
-from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
-from pipelines.silver.transform import (
+from pipelines import storage
+from pipelines.activity_log import bronze
+from pipelines.activity_log.silver.transform import (
     ALREADY_IN_SILVER,
     NEW,
     REPLAYED,
@@ -35,7 +31,12 @@ from pipelines.silver.transform import (
     stage,
     to_silver,
 )
-from pipelines.silver.views import ensure_event_views
+from pipelines.activity_log.silver.views import ensure_event_views
+from pipelines.config import Config
+from pipelines.delta_util import ensure_schema, table_version
+from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
+from pipelines.quality.gate import QualityGate
+from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import Tables, tables
 

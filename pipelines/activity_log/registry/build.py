@@ -1,7 +1,7 @@
 """Build the event registry from the Tableau reference texts.
 
-Run ``python -m pipelines.registry.build --reference ../shared/reference`` (or
-``make registry``). It writes ``pipelines/registry/event_registry.json``, which is
+Run ``python -m pipelines.activity_log.registry.build --reference ../shared/reference`` (or
+``make registry``). It writes ``pipelines/activity_log/registry/event_registry.json``, which is
 committed: the product reads that file and never needs the references at run time.
 
 The references come in two layouts:

@@ -21,8 +21,8 @@ from datetime import UTC, date, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.bronze.layout import FAMILIES, PathInfo, classify
-from pipelines.bronze.listing import ListedFile
+from pipelines.activity_log.bronze.layout import FAMILIES, PathInfo, classify
+from pipelines.activity_log.bronze.listing import ListedFile
 from pipelines.delta_util import create_table_if_missing, latest_commits
 from pipelines.tables import Tables
 

@@ -8,9 +8,9 @@
 - ``land``: one run of all of it.
 """
 
-from pipelines.bronze.land import LandingResult, bronze_table, ensure_bronze_tables, land_bronze
-from pipelines.bronze.layout import FAMILIES
-from pipelines.bronze.rows import BRONZE_COLUMNS, to_bronze_rows
+from pipelines.activity_log.bronze.land import LandingResult, bronze_table, ensure_bronze_tables, land_bronze
+from pipelines.activity_log.bronze.layout import FAMILIES
+from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, to_bronze_rows
 
 __all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "bronze_table", "ensure_bronze_tables", "land_bronze",
            "to_bronze_rows"]

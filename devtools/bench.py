@@ -35,7 +35,7 @@ def _fresh_lake(spark, bcfg: Config) -> None:
 
 
 def _dataset(cfg: Config, events: int, log) -> tuple[Path, dict]:
-    from pipelines.generate import generate_activity_log
+    from devtools.sample.activity_log import generate_activity_log
 
     root = cfg.data_dir / "bench" / f"events-{events}"
     landing = root / "landing"
@@ -93,7 +93,7 @@ def _small_files(cfg: Config, log) -> tuple[Path, dict]:
     are cut into one file per line (gzip kept where the original was)."""
     import gzip
 
-    from pipelines.generate import generate_activity_log
+    from devtools.sample.activity_log import generate_activity_log
 
     root = cfg.data_dir / "bench" / f"small-files-{SMALL_FILES_EVENTS}"
     landing = root / "landing"
@@ -166,7 +166,7 @@ def _newest_day(landing: Path) -> datetime:
 def _add_increment(landing: Path, events: int) -> int:
     """1% more events in new files beside the data set's (removed again by _drop_increments): the
     next day's activity, as Tableau delivers it (under the hours it makes it available)."""
-    from pipelines.generate import generate_activity_log
+    from devtools.sample.activity_log import generate_activity_log
 
     extra_root = landing.parent / "increment"
     shutil.rmtree(extra_root, ignore_errors=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.registry import event_specs
+from pipelines.activity_log.registry import event_specs
 
 from . import stories
 from .dirty import DIRTY_KINDS, FileDirt, RecordDirt, per_kind_target

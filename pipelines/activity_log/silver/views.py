@@ -12,8 +12,8 @@ import hashlib
 
 from pyspark.sql import SparkSession
 
-from pipelines.registry import REGISTRY_PATH
-from pipelines.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
+from pipelines.activity_log.registry import REGISTRY_PATH
+from pipelines.activity_log.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
 from pipelines.tables import Tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"

@@ -20,11 +20,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import storage
-from pipelines.bronze import ledger
-from pipelines.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches, check_gzip
-from pipelines.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
-from pipelines.bronze.listing import ListedFile, list_landing
-from pipelines.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
+from pipelines.activity_log.bronze import ledger
+from pipelines.activity_log.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches, check_gzip
+from pipelines.activity_log.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
+from pipelines.activity_log.bronze.listing import ListedFile, list_landing
+from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing
 from pipelines.spark_session import describe_jobs

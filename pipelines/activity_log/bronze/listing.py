@@ -16,7 +16,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 
 from pipelines import storage
-from pipelines.bronze.layout import PathInfo, classify, folder_date_floor
+from pipelines.activity_log.bronze.layout import PathInfo, classify, folder_date_floor
 
 
 @dataclass(frozen=True)

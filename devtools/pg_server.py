@@ -5,8 +5,8 @@
 (trusted, for loading data with ``psql``). ``stop()`` stops it and removes the directory.
 ``initdb`` refuses to run as root, so as root the server runs as the ``postgres`` user.
 
-    python -m pipelines.writeback.pg_server start --dir /tmp/wbpg [--load-sample]
-    python -m pipelines.writeback.pg_server stop --dir /tmp/wbpg
+    python -m devtools.pg_server start --dir /tmp/wbpg [--load-sample]
+    python -m devtools.pg_server stop --dir /tmp/wbpg
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class PgServer:
 
 
 def _main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.writeback.pg_server")
+    parser = argparse.ArgumentParser(prog="python -m devtools.pg_server")
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--dir", required=True, help="the server's directory (data, socket, log)")
     parser.add_argument("--load-sample", action="store_true", help="create both databases, load the bundled sample")
@@ -144,8 +144,8 @@ def _main() -> int:
     state.touch(mode=0o600)  # it holds the password
     state.write_text(json.dumps(server.describe()))
     if args.load_sample:
+        from devtools.sample.writeback import load_export_into_postgres
         from pipelines.config import load_config
-        from pipelines.writeback.generate import load_export_into_postgres
 
         cfg = load_config()
         load_export_into_postgres(server, cfg.path("writeback.file.path"), cfg.get("writeback.databases"))

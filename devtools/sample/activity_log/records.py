@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from functools import cache, lru_cache
 
-from pipelines.registry import common_attributes, event_specs
+from pipelines.activity_log.registry import common_attributes, event_specs
 
 from .values import DAY_US, HOUR_US, Ctx, compile_getter, iso, new_uuid, time_variant
 from .world import World, build_world

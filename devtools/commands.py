@@ -1,0 +1,107 @@
+"""The ``auditlake`` commands that use the sample generators or the benchmarks: ``demo``,
+``generate activity-log``, ``generate writeback`` and ``bench``. Registered through the
+``auditlake.commands`` entry point group (pyproject.toml), so the product's CLI
+(``pipelines/cli.py``) lists them without importing ``devtools``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from pipelines.cli import iso_time, log, positive_int, refresh
+from pipelines.config import Config
+
+
+def _generate_activity_log(cfg: Config, out: Path, events: int, seed: int, start, days: int, dirty: bool,
+                           layout: str) -> dict:
+    from devtools.sample.activity_log import generate_activity_log
+
+    started = time.monotonic()
+    summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=log,
+                                    layout=layout)
+    log(
+        f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
+        f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
+        + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
+    )
+    return summary
+
+
+def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
+    start = args.start or iso_time(cfg.get("generate.start"))
+    days = args.days or cfg.get("generate.days")
+    _generate_activity_log(cfg, Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout)
+    return 0
+
+
+def cmd_generate_writeback(cfg: Config, args: argparse.Namespace) -> int:
+    from devtools.sample.writeback import generate_historical_audit, write_export
+
+    rows = generate_historical_audit(args.rows, seed=args.seed, dirty=args.dirty)
+    path = write_export(Path(args.out), rows)
+    log(f"generate writeback: {len(rows)} historical_audit rows ({args.rows} actions, both databases) -> {path}")
+    return 0
+
+
+def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
+    """Generate sample data into the landing folder (once), then refresh every layer with the summary."""
+    from pipelines.refresh import LAYERS
+
+    landing = cfg.path("paths.landing_dir")
+    if landing.is_dir() and any(landing.iterdir()):
+        log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
+    else:
+        _generate_activity_log(cfg, landing, cfg.get("generate.events"), cfg.get("generate.seed"),
+                               iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
+                               layout=cfg.get("generate.layout"))
+    refresh(cfg, list(LAYERS), summary=True)
+    return 0
+
+
+def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
+    from devtools.bench import run_bench
+
+    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log)
+    return 0
+
+
+def register(sub) -> None:
+    """Add the tooling commands to ``auditlake``'s sub-command parser."""
+    from devtools.sample.activity_log.writer import LAYOUTS
+
+    p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("generate", help="write sample data: `activity-log` or `writeback`")
+    generate = p.add_subparsers(dest="source", required=True)
+    p = generate.add_parser("activity-log", help="a realistic sample Activity Log, as Tableau delivers it")
+    p.add_argument("--out", required=True)
+    p.add_argument("--events", type=positive_int, required=True)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--start", type=iso_time, help="first event hour, ISO-8601 (default from conf)")
+    p.add_argument("--days", type=positive_int, help="days of activity (default from conf)")
+    p.add_argument(
+        "--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)"
+    )
+    p.add_argument("--layout", choices=list(LAYOUTS), default="auditlake",
+                   help="auditlake: site/ and tenant/ folders; date_first / schema_first: Tableau's own trees "
+                        "(pod=…/siteLuid=…/…, tenant files without siteLuid=)")
+    p.set_defaults(func=cmd_generate_activity_log)
+
+    p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")
+    p.add_argument("--out", required=True, help="export file: .ndjson or .csv")
+    p.add_argument("--rows", type=positive_int, default=300, help="user actions (data changes land in both databases)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--dirty", action="store_true", help="add rows with impossible values (quarantined in silver)")
+    p.set_defaults(func=cmd_generate_writeback)
+
+    p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
+    p.add_argument("--layer", choices=["ingest", "all"], default="ingest",
+                   help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
+                        "bare scan and DuckDB; all: one refresh of every layer per delivery batch")
+    p.add_argument("--events", type=positive_int, default=1_000_000)
+    p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
+    p.add_argument("--doc", default="docs/performance.md")
+    p.set_defaults(func=cmd_bench)

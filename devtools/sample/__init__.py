@@ -1,0 +1,2 @@
+"""Sample data: a realistic Activity Log (``activity_log``) and Write-Back ``historical_audit``
+rows (``writeback``); ``historical_audit.ndjson`` is the bundled Write-Back export."""
