@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.config import LAYER_SCHEMAS, Config, load_config, variant_environ
+from pipelines.tables import tables
 
 
 def _bench_cfg(cfg: Config, root: Path) -> Config:
@@ -29,8 +30,7 @@ def _bench_cfg(cfg: Config, root: Path) -> Config:
 
 def _fresh_lake(spark, bcfg: Config) -> None:
     shutil.rmtree(bcfg.data_dir, ignore_errors=True)
-    gold = bcfg.get("gold.schema")
-    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [f"{gold}_staging"]:
+    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(bcfg).gold_staging_schema]:
         spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
 
 

@@ -14,7 +14,7 @@ from pipelines.cli import iso_time, log, positive_int, refresh
 from pipelines.config import Config
 
 
-def _generate_activity_log(cfg: Config, out: Path, events: int, seed: int, start, days: int, dirty: bool,
+def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, dirty: bool,
                            layout: str) -> dict:
     from devtools.sample.activity_log import generate_activity_log
 
@@ -32,11 +32,11 @@ def _generate_activity_log(cfg: Config, out: Path, events: int, seed: int, start
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
-    _generate_activity_log(cfg, Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout)
+    _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout)
     return 0
 
 
-def cmd_generate_writeback(cfg: Config, args: argparse.Namespace) -> int:
+def cmd_generate_writeback(_cfg: Config, args: argparse.Namespace) -> int:
     from devtools.sample.writeback import generate_historical_audit, write_export
 
     rows = generate_historical_audit(args.rows, seed=args.seed, dirty=args.dirty)
@@ -53,7 +53,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     if landing.is_dir() and any(landing.iterdir()):
         log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
-        _generate_activity_log(cfg, landing, cfg.get("generate.events"), cfg.get("generate.seed"),
+        _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
                                iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
                                layout=cfg.get("generate.layout"))
     refresh(cfg, list(LAYERS), summary=True)

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
+from pipelines.tables import tables
 
 LOCK_FILE = "refresh.lock"
 RUN_LOG_SCHEMA = (
@@ -90,17 +91,17 @@ class LayerRun:
 
 def record_layer_run(spark: SparkSession, cfg: Config, run: LayerRun) -> None:
     """Append one row to ops.refresh_runs (created on first use)."""
-    schema = cfg.get("ops.schema")
-    ensure_schema(spark, schema)
+    t = tables(cfg)
+    ensure_schema(spark, t.ops_schema)
     run.env, run.host, run.pid = cfg.env, socket.gethostname(), os.getpid()
     frame = spark.createDataFrame([asdict(run)], RUN_LOG_SCHEMA)
-    frame.write.format("delta").mode("append").saveAsTable(f"{schema}.refresh_runs")
+    frame.write.format("delta").mode("append").saveAsTable(t.refresh_runs)
 
 
 def last_success_start(spark: SparkSession, cfg: Config, layer: str) -> str | None:
     """When the last successful run of ``layer`` started, as Spark's timestamp text in the
     session's time zone (the form dbt compares silver_ingest_ts with), or None."""
-    table = f"{cfg.get('ops.schema')}.refresh_runs"
+    table = tables(cfg).refresh_runs
     if not spark.catalog.tableExists(table):
         return None
     row = spark.sql(

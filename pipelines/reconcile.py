@@ -39,7 +39,7 @@ class FamilyReconciliation:
 
 
 def reconcile_family(spark: SparkSession, cfg: Config, family: str) -> FamilyReconciliation | None:
-    source = bronze.bronze_table(cfg, family)
+    source = tables(cfg).bronze_raw(family)
     if not spark.catalog.tableExists(source):
         return None
     t = tables(cfg)

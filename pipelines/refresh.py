@@ -14,9 +14,10 @@ from pipelines.activity_log import bronze
 from pipelines.activity_log.silver import promote
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
-from pipelines.gold.checks import EVENT_MARTS, reconciliation_frame, validate_gold
+from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
 from pipelines.gold.run import GoldError, GoldResult, build_gold
+from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
@@ -172,13 +173,13 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
             report.data_docs = gate.build_data_docs()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
-    report.compactions = compact_marts(spark, cfg.get("gold.schema"), cfg.get("gold.compact_files_over"), log=log)
+    report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)
     gold_inputs.record_built(spark, cfg, inputs)
 
 
 def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
-    gold = cfg.get("gold.schema")
-    return all(spark.catalog.tableExists(f"{gold}.{mart}") for mart in EVENT_MARTS)
+    t = tables(cfg)
+    return all(spark.catalog.tableExists(t.gold(mart)) for mart in event_marts())
 
 
 def _require_silver(spark: SparkSession, cfg: Config) -> None:
@@ -202,7 +203,7 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
     """(table, rows, note) for every lakehouse table that exists."""
     out = []
     for family in bronze.FAMILIES:
-        table = bronze.bronze_table(cfg, family)
+        table = tables(cfg).bronze_raw(family)
         if spark.catalog.tableExists(table):
             row = spark.sql(f"SELECT count(*) AS n, count_if(parse_status <> 'ok') AS bad FROM {table}").first()
             out.append((table, row["n"], f"{row['bad']} lines not JSON (kept, flagged)"))
@@ -231,8 +232,7 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
         ).first()
         out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
     out += _quarantine_by_reason(spark, t.writeback_quarantine)
-    gold = cfg.get("gold.schema")
-    if spark.catalog.databaseExists(gold):
-        for name in mart_tables(spark, gold):
-            out.append((f"{gold}.{name}", spark.table(f"{gold}.{name}").count(), "gold mart"))
+    if spark.catalog.databaseExists(t.gold_schema):
+        for name in mart_tables(spark, t.gold_schema):
+            out.append((t.gold(name), spark.table(t.gold(name)).count(), "gold mart"))
     return out

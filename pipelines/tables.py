@@ -12,6 +12,7 @@ class Tables:
     bronze_schema: str
     silver_schema: str
     ops_schema: str
+    gold_schema: str
 
     def bronze_raw(self, family: str) -> str:
         return f"{self.bronze_schema}.{family}_events_raw"
@@ -39,6 +40,10 @@ class Tables:
         return f"{self.ops_schema}.dq_results"
 
     @property
+    def refresh_runs(self) -> str:
+        return f"{self.ops_schema}.refresh_runs"
+
+    @property
     def silver_batches(self) -> str:
         return f"{self.ops_schema}.silver_batches"
 
@@ -59,5 +64,15 @@ class Tables:
         return f"{self.ops_schema}.writeback_watermarks"
 
 
+    def gold(self, name: str) -> str:
+        """A gold table (dbt names them: marts fct_/dim_/rpt_)."""
+        return f"{self.gold_schema}.{name}"
+
+    @property
+    def gold_staging_schema(self) -> str:
+        """dbt's staging and intermediate views (dbt_project.yml ``+schema: staging``)."""
+        return f"{self.gold_schema}_staging"
+
+
 def tables(cfg: Config) -> Tables:
-    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"))
+    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"))

@@ -20,8 +20,6 @@ from pipelines.config import load_config
 from pipelines.refresh import new_run_id
 from pipelines.tables import tables
 
-pytestmark = pytest.mark.integration
-
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
@@ -60,7 +58,7 @@ def variant(lake_dir: Path, name: str):
 
 
 def landed(spark, cfg, family: str):
-    return spark.table(bronze.bronze_table(cfg, family))
+    return spark.table(tables(cfg).bronze_raw(family))
 
 
 @pytest.fixture(scope="module")

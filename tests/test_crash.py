@@ -17,7 +17,7 @@ from devtools.sample.activity_log import generate_activity_log
 from pipelines.gold.compact import mart_tables
 from tests.lake import RUN_COLUMNS, row_differences
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
 # (stdout line that marks the moment, seconds to wait after it, then SIGKILL)
 KILL_POINTS = [

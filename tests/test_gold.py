@@ -11,10 +11,9 @@ import yaml
 from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
-from pipelines.gold.checks import EVENT_MARTS
 from pipelines.gold.compact import compact_marts, data_files, mart_tables
 from pipelines.gold.run import GoldError, dbt_vars, run_dbt
-from pipelines.gold.staging import DBT_DIR, event_groups, stale_files
+from pipelines.gold.staging import DBT_DIR, event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
 from pipelines.ops import last_success_start
 from pipelines.refresh import run_refresh
@@ -22,7 +21,7 @@ from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
 from tests.lake import row_differences, variant_environ
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
 
 
@@ -165,7 +164,7 @@ def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):
     t = tables(cfg)
     gold = cfg.get("gold.schema")
     groups = event_groups()
-    for fact, group in EVENT_MARTS.items():
+    for fact, group in event_marts().items():
         types = [e for family in groups[group].values() for e in family]
         silver = sum(spark.table(t.event_view(e)).count() for e in types)
         assert silver > 0, f"the sample data should hold {group} events"

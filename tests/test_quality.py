@@ -18,7 +18,6 @@ from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
-pytestmark = pytest.mark.integration
 QUIET = {"log": lambda _m: None}
 
 

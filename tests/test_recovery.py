@@ -14,8 +14,6 @@ from pipelines.recovery import (
     schema_location,
 )
 
-pytestmark = pytest.mark.integration
-
 
 def test_an_interrupted_create_is_cleared_and_a_folder_with_rows_is_not(spark):
     schema = "recovery_check"

@@ -19,8 +19,6 @@ from pipelines.reconcile import reconcile, reconcile_files, run_figures
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 
-pytestmark = pytest.mark.integration
-
 QUIET = {"log": lambda _m: None}
 
 

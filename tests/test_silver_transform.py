@@ -14,8 +14,6 @@ from pipelines.activity_log.registry import event_spec, event_specs
 from pipelines.activity_log.silver.plan import column_name, family_plan, snake_case
 from pipelines.activity_log.silver.transform import decide, to_silver
 
-pytestmark = pytest.mark.integration
-
 SITE = "11111111-2222-3333-4444-555555555555"
 
 

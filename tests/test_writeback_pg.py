@@ -32,8 +32,6 @@ from pipelines.writeback.bronze import land_writeback, last_watermarks
 from pipelines.writeback.silver import promote_writeback
 from pipelines.writeback.source import WritebackSourceError, jdbc_source_name
 
-pytestmark = pytest.mark.integration
-
 QUIET = {"log": lambda _m: None}
 DATABASES = {"metadata": "wb_metadata", "persistence": "wb_persistence"}
 READER, PASSWORD_ENV = "writeback_reader", "AUDITLAKE_TEST_WRITEBACK_PASSWORD"

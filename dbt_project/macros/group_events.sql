@@ -30,3 +30,15 @@
     {%- endfor -%}
     {{ exceptions.raise_compiler_error("no staging model " ~ model_name ~ ": run `auditlake gold staging`") }}
 {% endmacro %}
+
+{#
+  The events of an event-level mart (this model) of one family: its group comes from
+  dbt_project.yml vars.event_marts, the one place that says which group a mart holds.
+#}
+{% macro mart_events(family, columns) %}
+    {%- set group = var('event_marts').get(this.identifier) -%}
+    {%- if group is none -%}
+        {{ exceptions.raise_compiler_error(this.identifier ~ " is not an event-level mart (dbt_project.yml vars.event_marts)") }}
+    {%- endif -%}
+    {{ group_events(group, family, columns) }}
+{% endmacro %}

@@ -10,23 +10,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.activity_log.bronze import FAMILIES
+from pipelines.activity_log import FAMILIES
 from pipelines.config import Config
-from pipelines.gold.staging import event_groups
+from pipelines.gold.staging import event_groups, event_marts
 from pipelines.quality import suites
 from pipelines.tables import tables
-
-# event-level marts: mart -> the event group it covers, one row per event
-EVENT_MARTS = {
-    "fct_logins": "logins",
-    "fct_permission_changes": "permission_changes",
-    "fct_ownership_transfers": "ownership_transfers",
-    "fct_group_membership_changes": "group_membership_changes",
-    "fct_user_lifecycle": "user_lifecycle",
-    "fct_content_access": "content_access",
-    "fct_content_lifecycle": "content_lifecycle",
-    "fct_tenant_security_changes": "tenant_security_changes",
-}
 
 
 def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
@@ -36,17 +24,16 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     its family table ``WHERE event_type = ...``), not one scan per view: a refresh counts all of
     history twice (gate and run log), so this is the part of the gate that grows with history."""
     t = tables(cfg)
-    gold = cfg.get("gold.schema")
     by_type: dict[str, int] = {}
     for family in FAMILIES:
         for row in spark.table(t.silver_events(family)).groupBy("event_type").count().collect():
             by_type[row["event_type"]] = by_type.get(row["event_type"], 0) + row["count"]
     groups = event_groups()
     rows = []
-    for mart, group in EVENT_MARTS.items():
+    for mart, group in event_marts().items():
         silver = sum(by_type.get(e, 0) for family in groups[group].values() for e in family)
-        rows.append((mart, silver, spark.table(f"{gold}.{mart}").count()))
-    writeback = spark.table(f"{gold}.fct_writeback_changes").count()
+        rows.append((mart, silver, spark.table(t.gold(mart)).count()))
+    writeback = spark.table(t.gold("fct_writeback_changes")).count()
     rows.append(("fct_writeback_changes", spark.table(t.writeback_audit).count(), writeback))
     frame = spark.createDataFrame(rows, "mart string, silver_rows long, gold_rows long")
     return frame.selectExpr("*", "silver_rows - gold_rows AS difference")
@@ -54,13 +41,13 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
 
 def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str) -> None:
     """Run the silver -> gold suites; raises QualityGateError when a critical expectation fails."""
-    gold = cfg.get("gold.schema")
+    t = tables(cfg)
     gate.validate("silver_to_gold", suites.gold_reconciliation_suite(cfg), reconciliation_frame(spark, cfg), run_id)
-    gate.validate("silver_to_gold", suites.gold_logins_suite(cfg), spark.table(f"{gold}.fct_logins"), run_id)
-    transfers = spark.table(f"{gold}.fct_ownership_transfers").selectExpr(
+    gate.validate("silver_to_gold", suites.gold_logins_suite(cfg), spark.table(t.gold("fct_logins")), run_id)
+    transfers = spark.table(t.gold("fct_ownership_transfers")).selectExpr(
         "*", "old_owner_luid IS DISTINCT FROM new_owner_luid AS owner_changed"
     )
     gate.validate("silver_to_gold", suites.gold_ownership_suite(cfg), transfers, run_id)
     gate.validate(
-        "silver_to_gold", suites.gold_writeback_suite(cfg), spark.table(f"{gold}.fct_writeback_changes"), run_id
+        "silver_to_gold", suites.gold_writeback_suite(cfg), spark.table(t.gold("fct_writeback_changes")), run_id
     )

@@ -13,7 +13,7 @@ import json
 from pyspark.sql import SparkSession
 
 from pipelines import storage
-from pipelines.activity_log.bronze import FAMILIES
+from pipelines.activity_log import FAMILIES
 from pipelines.config import Config
 from pipelines.delta_util import table_version
 from pipelines.gold.run import dbt_vars

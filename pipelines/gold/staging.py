@@ -21,7 +21,8 @@ import yaml
 
 from pipelines.activity_log.registry import event_spec
 from pipelines.activity_log.silver.plan import column_name, family_plan, widest_type
-from pipelines.activity_log.silver.views import decoded_column, event_attribute_columns, sql_string
+from pipelines.activity_log.silver.views import decoded_column, event_attribute_columns
+from pipelines.sql import sql_string
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 STAGING_DIR = DBT_DIR / "models" / "staging"
@@ -51,9 +52,18 @@ HEAD = (("event_id", "string"), ("event_type", "string"), ("event_time", "timest
         ("edition", "string"))
 
 
+def _project_vars() -> dict:
+    return yaml.safe_load((DBT_DIR / "dbt_project.yml").read_text())["vars"]
+
+
 def event_groups() -> dict[str, dict[str, list[str]]]:
-    project = yaml.safe_load((DBT_DIR / "dbt_project.yml").read_text())
-    return project["vars"]["event_groups"]
+    """Event group -> family -> the silver event types the group covers (vars.event_groups)."""
+    return _project_vars()["event_groups"]
+
+
+def event_marts() -> dict[str, str]:
+    """Event-level mart -> the event group it holds one row per event of (vars.event_marts)."""
+    return _project_vars()["event_marts"]
 
 
 def staged_event_types() -> dict[str, list[str]]:
@@ -134,12 +144,9 @@ def _family_common_columns(family: str) -> list[tuple[str, str, str]]:
         if col.column == "event_time":
             continue
         attributes.append((col.column, col.column, col.physical_type))
-        decoded = decoded_column(col, taken)
-        if decoded and col.attribute == "systemAdminLevel":
-            attributes.append((f"{col.column} = 10", decoded[1], decoded[2]))
-        elif decoded:
-            whens = "".join(f"\n        when {code} then '{meaning}'" for code, meaning in col.codes)
-            attributes.append((f"case {col.column}{whens}\n    end", decoded[1], decoded[2]))
+        decoded = decoded_column(col, taken)  # the silver views' decode, in staging's style
+        if decoded:
+            attributes.append((_lower_keywords(decoded[0].replace("`", ""), 4), decoded[1], decoded[2]))
     return (
         [(name, name, typ) for name, typ in HEAD]
         + attributes

@@ -19,8 +19,8 @@ from great_expectations import expectations as gxe
 
 from pipelines.activity_log.silver.plan import family_plan
 from pipelines.config import Config
-
-UUID_REGEX = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+from pipelines.sql import UUID_PATTERN
+from pipelines.writeback import ACTIONS as WRITEBACK_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def silver_events_suite(cfg: Config, family: str) -> SuiteSpec:
         if col.attribute.endswith("Luid"):
             expectations.append(
                 gxe.ExpectColumnValuesToMatchRegex(
-                    column=col.column, regex=UUID_REGEX, mostly=t["min_luid_shape_rate"], meta=m("luid_shape")
+                    column=col.column, regex=UUID_PATTERN, mostly=t["min_luid_shape_rate"], meta=m("luid_shape")
                 )
             )
     # Codes the reference spells out stay within their documented values.
@@ -161,7 +161,7 @@ def gold_writeback_suite(cfg: Config) -> SuiteSpec:
             gxe.ExpectColumnValuesToBeUnique(column="action_id", meta=_meta(cfg, "mart_key_unique")),
             gxe.ExpectColumnValuesToBeInSet(
                 column="action_name",
-                value_set=["INSERT_DATA", "DELETE_DATA", "EDIT_DATA", "ALTER_DATASET"],
+                value_set=list(WRITEBACK_ACTIONS),
                 meta=_meta(cfg, "writeback_action_known"),
             ),
         ),

@@ -44,10 +44,10 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
+from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
 
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 MAX_OFFSET_MINUTES = 14 * 60  # no time zone is further from UTC
 
 # Quarantine reasons (machine-readable), checked in this order.

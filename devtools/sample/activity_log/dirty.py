@@ -93,7 +93,7 @@ class FileDirt:
         self.p = min(0.3, target / max(1, est_files))
         self.hits = {k: 0 for k in FILE_KINDS}  # files touched per kind
 
-    def apply(self, rel: str, lines: list[str], gz: bool, remaining: int | None):
+    def apply(self, lines: list[str], gz: bool, remaining: int | None):
         """-> (lines, newline, bom, tail, gz). ``remaining``: files left, known at the end only."""
         rng, hits, counts = self.rng, self.hits, self.stats.dirty
         chosen = []

@@ -23,6 +23,8 @@ import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipelines.activity_log.bronze.rows import BOM
+
 PARTITION_KEY = {"site": "siteLuid", "tenant": "tenantId"}
 LAYOUTS = ("auditlake", "date_first", "schema_first")
 POD = "prod-useast-a"
@@ -103,7 +105,7 @@ class PartitionWriter:
             newline, bom, tail = "\n", False, None
             if self.file_dirt is not None:
                 lines, newline, bom, tail, gz = self.file_dirt.apply(
-                    rel, lines, gz, None if remaining is None else remaining - i
+                    lines, gz, None if remaining is None else remaining - i
                 )
             text = newline.join(lines) + newline if lines else ""
             n_lines = len(lines)
@@ -111,7 +113,7 @@ class PartitionWriter:
                 text += tail
                 n_lines += 1
             if bom:
-                text = "\ufeff" + text
+                text = BOM + text
             data = text.encode("utf-8")
             if gz:
                 rel += ".gz"

@@ -8,9 +8,9 @@
 - ``land``: one run of all of it.
 """
 
-from pipelines.activity_log.bronze.land import LandingResult, bronze_table, ensure_bronze_tables, land_bronze
+from pipelines.activity_log.bronze.land import LandingResult, ensure_bronze_tables, land_bronze
 from pipelines.activity_log.bronze.layout import FAMILIES
 from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, to_bronze_rows
 
-__all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "bronze_table", "ensure_bronze_tables", "land_bronze",
+__all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "ensure_bronze_tables", "land_bronze",
            "to_bronze_rows"]

@@ -54,10 +54,6 @@ class LandingResult:
     problems: list[str] = field(default_factory=list)  # one line per file a person should look at
 
 
-def bronze_table(cfg: Config, family: str) -> str:
-    return tables(cfg).bronze_raw(family)
-
-
 def ensure_bronze_tables(spark: SparkSession, t: Tables) -> None:
     for family in FAMILIES:
         create_table_if_missing(spark, t.bronze_raw(family), BRONZE_SCHEMA, BRONZE_PROPERTIES)

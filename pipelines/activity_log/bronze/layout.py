@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-FAMILIES = ("site", "tenant")
+from pipelines.activity_log import FAMILIES
 
 # Layout names, as the ledger records them.
 AUDITLAKE, DATE_FIRST, SCHEMA_FIRST, UNPARTITIONED = "auditlake", "date_first", "schema_first", "unpartitioned"

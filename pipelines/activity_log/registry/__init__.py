@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from pipelines.activity_log import FAMILIES
+
 REGISTRY_PATH = Path(__file__).with_name("event_registry.json")
-FAMILIES = ("site", "tenant")
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ Quirks handled here are listed in ``normalise_type`` and ``_fix_nameless_row``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REGISTRY_PATH = Path(__file__).with_name("event_registry.json")
+from pipelines.activity_log.registry import REGISTRY_PATH
 
 SOURCES = {
     "site_current": "activity-log-site-events.en.txt",
@@ -270,6 +271,11 @@ def _merge_family(
     return result
 
 
+def reference_checksums(reference_dir: Path) -> dict[str, str]:
+    """SHA-256 of each reference text the registry is built from, by file name."""
+    return {name: hashlib.sha256((reference_dir / name).read_bytes()).hexdigest() for name in SOURCES.values()}
+
+
 def build_registry(reference_dir: Path) -> dict:
     """Parse every reference text under ``reference_dir`` into the registry dict."""
     read = lambda key: (reference_dir / SOURCES[key]).read_text(encoding="utf-8")  # noqa: E731
@@ -290,6 +296,9 @@ def build_registry(reference_dir: Path) -> dict:
     return {
         "registry_version": 1,
         "sources": {k: v for k, v in SOURCES.items()},
+        # what the registry was built from: a test compares these with the references beside the
+        # project, so a changed reference cannot pass unnoticed
+        "source_sha256": reference_checksums(reference_dir),
         "families": {
             "site": {
                 "common_attributes": [_attr_dict(a, ["current"]) for a in site_common],

@@ -92,7 +92,7 @@ _STATS_PROPERTY = "delta.dataSkippingStatsColumns"
 
 
 def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
-    return spark.table(bronze.bronze_table(cfg, family)).limit(0)
+    return spark.table(tables(cfg).bronze_raw(family)).limit(0)
 
 
 def _with_run(df: DataFrame, run_id: str) -> DataFrame:
@@ -265,7 +265,7 @@ def promote_family(
     else (``silver_<family>.pending.json`` beside the checkpoints); a run killed mid-way redoes
     exactly that range, and Delta's idempotent writes (txnAppId, txnVersion = the range's end)
     skip the tables it had already written. Nothing new: no commit."""
-    source = bronze.bronze_table(cfg, family)
+    source = tables(cfg).bronze_raw(family)
     if not spark.catalog.tableExists(source):
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
     t = tables(cfg)

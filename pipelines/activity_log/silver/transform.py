@@ -20,6 +20,7 @@ from pipelines.activity_log.silver.plan import (
     family_plan,
     wide_schema_ddl,
 )
+from pipelines.sql import sql_string
 
 # Quarantine reasons (machine-readable).
 BLANK_LINE = "blank_line"
@@ -40,23 +41,19 @@ class SilverFrames:
 def _canonical_event_type(plan: FamilyPlan, raw_type: str) -> Column:
     """The registry's name for ``raw_type`` (aliases resolved), NULL when the registry does not know it."""
     names = {e: e for e in plan.event_types} | dict(plan.aliases)
-    lookup = _sql_map({k: _sql_str(v) for k, v in names.items()})
+    lookup = _sql_map({k: sql_string(v) for k, v in names.items()})
     return F.expr(f"try_element_at({lookup}, `{raw_type}`)")
-
-
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _sql_map(entries: dict[str, str]) -> str:
     """A SQL map literal; values are SQL expressions. (Built as text: one call into the JVM,
     where thousands of Column objects through py4j would take seconds per batch.)"""
-    return "map(" + ", ".join(f"{_sql_str(k)}, {v}" for k, v in sorted(entries.items())) + ")"
+    return "map(" + ", ".join(f"{sql_string(k)}, {v}" for k, v in sorted(entries.items())) + ")"
 
 
 def _sql_in(column: str, values) -> str:
     values = list(values)
-    return f"{column} IN ({', '.join(_sql_str(v) for v in values)})" if values else "FALSE"
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})" if values else "FALSE"
 
 
 def to_silver(bronze_rows: DataFrame, family: str) -> SilverFrames:
@@ -188,11 +185,11 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         if can_fail:  # a string always casts to string: nothing to rescue
             bad = f"{raw} IS NOT NULL AND {applies} AND NOT ({fits})"
             bad_conditions.append(bad)
-            bad_names.append(f"CASE WHEN {bad} THEN {_sql_str(col.attribute)} END")
+            bad_names.append(f"CASE WHEN {bad} THEN {sql_string(col.attribute)} END")
             bad_values.append(f"CASE WHEN {bad} THEN {raw} END")
 
     known = _sql_map(
-        {e: "array(" + ", ".join(_sql_str(k) for k in keys + ("eventType",)) + ")" for e, keys in plan.keys_by_event}
+        {e: "array(" + ", ".join(sql_string(k) for k in keys + ("eventType",)) + ")" for e, keys in plan.keys_by_event}
     )
     unknown_keys = f"array_except(json_object_keys(`_attrs_json`), try_element_at({known}, {etype}))"
     looks_legacy = "FALSE"
@@ -216,7 +213,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         f"{etype} AS event_type",
         "event_time",
         "to_date(event_time) AS event_date",
-        f"{_sql_str(plan.family)} AS family",
+        f"{sql_string(plan.family)} AS family",
         "record_shape",
         f"{edition} AS edition",
         *typed,

@@ -14,15 +14,11 @@ from pyspark.sql import SparkSession
 
 from pipelines.activity_log.registry import REGISTRY_PATH
 from pipelines.activity_log.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
+from pipelines.sql import sql_string
 from pipelines.tables import Tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
-
-
-def sql_string(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | None:

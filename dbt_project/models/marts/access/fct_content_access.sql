@@ -1,7 +1,7 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with access_events as (
-    {{ group_events('content_access', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['initiating_user_luid', 'string'],
         ['content_type', 'string'], ['content_luid', 'string'], ['content_name', 'string'],

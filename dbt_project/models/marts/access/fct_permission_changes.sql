@@ -3,7 +3,7 @@
 -- Every permission event in one shape. set_permissions replaced create_permissions and
 -- update_permissions in October 2024: the older two are kept, flagged is_deprecated_event.
 with permission_events as (
-    {{ group_events('permission_changes', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['initiating_user_luid', 'string'],
         ['content_type', 'string'], ['content_id', 'int'], ['content_luid', 'string'],

@@ -3,7 +3,7 @@
 -- content_owner_change and the hist_change_*_ownership events in one shape. Tableau writes both
 -- for workbooks, data sources, flows and projects: source_event_type tells them apart.
 with transfers as (
-    {{ group_events('ownership_transfers', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['content_type', 'string'],
         ['content_luid', 'string'], ['content_name', 'string'], ['old_owner_luid', 'string'],

@@ -1,7 +1,7 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with membership_events as (
-    {{ group_events('group_membership_changes', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['group_luid', 'string'],
         ['name', 'string'], ['user_luid', 'string'], ['user_name', 'string'],

@@ -1,7 +1,7 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with site_events as (
-    {{ group_events('user_lifecycle', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['user_luid', 'string'],
         ['target_user_luid', 'string'], ['name', 'string'], ['for_user_name', 'string'],
@@ -11,7 +11,7 @@ with site_events as (
 ),
 
 tenant_events as (
-    {{ group_events('user_lifecycle', 'tenant', [
+    {{ mart_events('tenant', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_id', 'string'], ['initiating_user_id', 'string'], ['user_id', 'string'],
         ['user_name', 'string'], ['email', 'string'], ['old_role', 'string'], ['new_role', 'string'],

@@ -1,7 +1,7 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with site_logins as (
-    {{ group_events('logins', 'site', [
+    {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['client_id', 'string'],
         ['silver_ingest_ts', 'timestamp']
@@ -9,7 +9,7 @@ with site_logins as (
 ),
 
 tenant_logins as (
-    {{ group_events('logins', 'tenant', [
+    {{ mart_events('tenant', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_id', 'string'], ['initiating_user_id', 'string'], ['initiating_user_email', 'string'],
         ['initiating_user_ip_address', 'string'], ['initiating_user_agent', 'string'],

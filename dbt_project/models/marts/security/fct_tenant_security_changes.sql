@@ -1,7 +1,7 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
 
 with security_events as (
-    {{ group_events('tenant_security_changes', 'tenant', [
+    {{ mart_events('tenant', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['tenant_id', 'string'], ['site_id', 'string'], ['initiating_user_id', 'string'],
         ['initiating_user_email', 'string'], ['initiating_user_ip_address', 'string'],
