@@ -74,7 +74,6 @@ def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
         holder.kill()
 
 
-@pytest.mark.integration
 def test_every_layer_run_is_logged_with_its_figures(spark, lake_dir):
     cfg = load_config("test", environ=variant_environ(lake_dir, "ops_log"))
     generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=5, days=1)
