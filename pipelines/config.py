@@ -1,90 +1,193 @@
 """Configuration: ``conf/base.yaml`` merged with ``conf/<env>.yaml`` and environment overrides.
 
 The environment is chosen by ``--env`` or ``AUDITLAKE_ENV`` (default ``local``).
-Every key an environment file sets must exist in ``base.yaml`` (a typo fails at
-start, naming the key and the file), and every key in ``REQUIRED_KEYS`` must end up
-set with a value of the documented kind. Code receives the resulting ``Config``
-as an argument; nothing else reads configuration files.
+Every key an environment file (or an ``AUDITLAKE__SECTION__KEY`` variable) sets must exist in
+``base.yaml``, and every value is checked against ``RULES`` when the configuration loads: its
+type, and its enumeration, range or shape. A mode that needs a secret (``metastore.kind:
+postgresql``, ``writeback.source: jdbc``) needs the environment variable its ``*_env`` key names
+to be set. Any problem is a ``ConfigError`` whose one line names the key and the file or
+environment variable the value came from (``auditlake`` exits 2, before Spark starts).
+
+Secrets are never in conf/: a key ending in ``_env`` holds the NAME of the environment variable
+holding the secret, read with ``secret()`` where it is used. Code receives the resulting
+``Config`` as an argument; nothing else reads configuration files.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
+
+from pipelines.activity_log import AUDITLAKE, DATE_FIRST, SCHEMA_FIRST
+from pipelines.writeback import ROLES as WRITEBACK_ROLES
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = PROJECT_ROOT / "conf"
 ENV_VAR = "AUDITLAKE_ENV"
 OVERRIDE_PREFIX = "AUDITLAKE__"
-_ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
-# key -> accepted Python types of its value once merged
-REQUIRED_KEYS: dict[str, tuple[type, ...]] = {
-    "paths.data_dir": (str,),
-    "paths.landing_dir": (str,),
-    "paths.jars_dir": (str,),
-    "paths.warehouse_dir": (str,),
-    "paths.checkpoint_dir": (str,),
-    "spark.app_name": (str,),
-    "spark.master": (str,),
-    "spark.driver_memory": (str,),
-    "spark.shuffle_partitions": (int,),
-    "spark.file_open_cost_bytes": (int,),
-    "spark.extra_conf": (dict,),
-    "jars": (list,),
-    "bronze.schema": (str,),
-    "bronze.listing.lookback_days": (int,),
-    "bronze.listing.full_every_runs": (int,),
-    "silver.schema": (str,),
-    "silver.stats_columns": (list,),
-    "ops.schema": (str,),
-    "cluster.host": (str,),
-    "cluster.port": (int,),
-    "cluster.webui_port": (int,),
-    "cluster.workers": (int,),
-    "cluster.worker_cores": (int,),
-    "cluster.worker_memory": (str,),
-    "metastore.kind": (str,),
-    "serve.host": (str,),
-    "serve.port": (int,),
-    "gold.schema": (str,),
-    "gold.failed_login_burst.failures": (int,),
-    "gold.failed_login_burst.window_minutes": (int,),
-    "gold.inactive_user_days": (int,),
-    "gold.compact_files_over": (int,),
-    "quality.enabled": (bool,),
-    "quality.context_dir": (str,),
-    "quality.default_severity": (str,),
-    "quality.thresholds": (dict,),
-    "quality.severity": (dict,),
-    "quality.pandas_max_rows": (int,),
-    "generate.events": (int,),
-    "generate.seed": (int,),
-    "generate.start": (str,),
-    "generate.days": (int,),
-    "generate.layout": (str,),
-    "writeback.source": (str,),
-    "writeback.file.path": (str,),
-    "writeback.file.default_database": (str,),
-    "writeback.jdbc.host": (str,),
-    "writeback.jdbc.port": (int,),
-    "writeback.jdbc.user": (str,),
-    "writeback.jdbc.password_env": (str,),
-    "writeback.jdbc.table": (str,),
-    "writeback.jdbc.connect_timeout_seconds": (int,),
-    "writeback.databases": (dict,),
-    "writeback.overlap_minutes": (int,),
+# The enumerations of conf/ (the code relies on the values being one of these)
+METASTORE_KINDS = ("derby", "postgresql")
+SEVERITIES = ("critical", "warning")  # critical stops promotion, warning is reported
+WRITEBACK_SOURCES = ("file", "jdbc", "none")
+# the layouts bronze reads that the sample generator can write
+GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
+# mode key, the value that needs a secret, the key naming the environment variable that holds it
+SECRETS = (
+    ("metastore.kind", "postgresql", "metastore.postgresql.password_env"),
+    ("writeback.source", "jdbc", "writeback.jdbc.password_env"),
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a value must be: one of ``kinds`` (bool is never an int here), then ``check`` (-> what
+    is wrong, or None)."""
+
+    kinds: tuple[type, ...]
+    check: Callable[[Any], str | None] | None = None
+
+
+def _text(pattern: str | None = None, what: str = "") -> Rule:
+    """A string; with ``pattern``, one matching it whole (``what`` says what that is)."""
+    regex = re.compile(pattern) if pattern else None
+    return Rule((str,), (lambda v: None if regex.fullmatch(v) else f"must be {what}") if regex else None)
+
+
+def _whole(low: int | None = None, high: int | None = None) -> Rule:
+    return Rule((int,), _between(low, high))
+
+
+def _number(low: float, high: float) -> Rule:
+    return Rule((int, float), _between(low, high))
+
+
+def _between(low: float | None, high: float | None) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if low is not None and high is not None and not low <= v <= high:
+            return f"must be between {low} and {high}"
+        if low is not None and v < low:
+            return f"must be at least {low}"
+        return None
+
+    return check
+
+
+def _one_of(*choices: str) -> Rule:
+    return Rule((str,), lambda v: None if v in choices else f"must be one of {', '.join(choices)}")
+
+
+def _list_of(pattern: str, what: str) -> Rule:
+    regex = re.compile(pattern)
+    return Rule((list,), lambda v: next(
+        (f"must be a list of {what} (item {i}: {item!r})" for i, item in enumerate(v)
+         if not isinstance(item, str) or not regex.fullmatch(item)), None))
+
+
+def _iso_time(v: str) -> str | None:
+    try:
+        datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return "must be an ISO-8601 time (e.g. 2026-06-01T00:00:00Z)"
+    return None
+
+
+_NONEMPTY = r"\S.*"
+_HOST = _text(r"\S+", "a host name or address")
+_PORT = _whole(1, 65535)
+_IDENTIFIER = (r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)")
+_SCHEMA = _text(*_IDENTIFIER)
+_ENV_NAME = _text(r"[A-Za-z_][A-Za-z0-9_]*", "the name of an environment variable")
+_MEMORY = _text(r"(?i)\d+(b|[kmgtp]b?)?", "an amount of memory such as 512m or 4g")
+_SPARK_MASTER = (r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://\S+|yarn",
+                 "a Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://...)")
+_MAPPING = Rule((dict,))
+_SHARE = _number(0, 1)
+
+
+# Every key of conf/base.yaml -> what its value must be. ``section.*``: every entry of a mapping.
+RULES: dict[str, Rule] = {
+    "paths.data_dir": _text(_NONEMPTY, "a path"),
+    "paths.landing_dir": _text(),  # a path or URI; "" = <data_dir>/landing
+    "paths.warehouse_dir": _text(),  # a path or URI; "" = <data_dir>/warehouse
+    "paths.checkpoint_dir": _text(),  # a path or URI; "" = <data_dir>/checkpoints
+    "paths.jars_dir": _text(_NONEMPTY, "a path"),
+    "spark.app_name": _text(_NONEMPTY, "a name"),
+    "spark.master": _text(*_SPARK_MASTER),
+    "spark.driver_memory": _MEMORY,
+    "spark.shuffle_partitions": _whole(1),
+    "spark.file_open_cost_bytes": _whole(0),
+    "spark.extra_conf": _MAPPING,
+    "spark.extra_conf.*": Rule((str, int, float, bool)),  # spark.* keys (checked in _validate)
+    "jars": _list_of(r"[^:\s]+:[^:\s]+:[^:\s]+", "Maven coordinates group:artifact:version"),
+    "bronze.schema": _SCHEMA,
+    "bronze.listing.lookback_days": _whole(0),
+    "bronze.listing.full_every_runs": _whole(1),
+    "silver.schema": _SCHEMA,
+    "silver.stats_columns": _list_of(*_IDENTIFIER),
+    "gold.schema": _SCHEMA,
+    "gold.failed_login_burst.failures": _whole(1),
+    "gold.failed_login_burst.window_minutes": _whole(1),
+    "gold.inactive_user_days": _whole(1),
+    "gold.compact_files_over": _whole(0),
+    "metastore.kind": _one_of(*METASTORE_KINDS),
+    "metastore.postgresql.host": _HOST,
+    "metastore.postgresql.port": _PORT,
+    "metastore.postgresql.database": _text(_NONEMPTY, "a database name"),
+    "metastore.postgresql.user": _text(_NONEMPTY, "a user name"),
+    "metastore.postgresql.password_env": _ENV_NAME,
+    "serve.host": _HOST,
+    "serve.port": _PORT,
+    "cluster.host": _HOST,
+    "cluster.port": _PORT,
+    "cluster.webui_port": _PORT,
+    "cluster.workers": _whole(1),
+    "cluster.worker_cores": _whole(1),
+    "cluster.worker_memory": _MEMORY,
+    "ops.schema": _SCHEMA,
+    "quality.enabled": Rule((bool,)),
+    "quality.context_dir": _text(_NONEMPTY, "a path"),
+    "quality.pandas_max_rows": _whole(0),
+    "quality.default_severity": _one_of(*SEVERITIES),
+    "quality.thresholds.min_parse_rate": _SHARE,
+    "quality.thresholds.min_event_type_rate": _SHARE,
+    "quality.thresholds.min_luid_shape_rate": _SHARE,
+    "quality.thresholds.max_quarantine_ratio": _SHARE,
+    "quality.thresholds.min_event_year": _whole(1000, 9999),
+    "quality.thresholds.future_tolerance_hours": _whole(0),
+    "quality.severity": _MAPPING,
+    "quality.severity.*": _one_of(*SEVERITIES),
+    "generate.events": _whole(1),
+    "generate.seed": _whole(),
+    "generate.start": Rule((str,), _iso_time),
+    "generate.days": _whole(1),
+    "generate.layout": _one_of(*GENERATE_LAYOUTS),
+    "writeback.source": _one_of(*WRITEBACK_SOURCES),
+    "writeback.file.path": _text(_NONEMPTY, "a path"),
+    "writeback.file.default_database": _one_of(*WRITEBACK_ROLES),
+    "writeback.jdbc.host": _HOST,
+    "writeback.jdbc.port": _PORT,
+    "writeback.jdbc.user": _text(_NONEMPTY, "a user name"),
+    "writeback.jdbc.password_env": _ENV_NAME,
+    "writeback.jdbc.table": _text(_NONEMPTY, "a table name"),
+    "writeback.jdbc.connect_timeout_seconds": _whole(1),
+    "writeback.databases": _MAPPING,
+    "writeback.databases.*": _text(),  # role -> database name; "" skips that role
+    "writeback.overlap_minutes": _whole(0),
 }
 
 
 class ConfigError(ValueError):
-    """A configuration problem; the message names the key and the file."""
+    """A configuration problem; the message (one line) names the key and the file or environment
+    variable its value came from."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +243,17 @@ class Config:
         return self.location("paths.landing_dir", "landing")
 
 
+def secret(cfg: Config, key: str, environ: Mapping[str, str] | None = None) -> str:
+    """The secret held by the environment variable that ``key`` (a ``*_env`` key) names: the one way
+    a secret reaches the code. ``load_config`` has checked that it is set when the configured mode
+    needs it; this fails the same way only if the environment changed since."""
+    environ = os.environ if environ is None else environ
+    name = cfg.get(key)
+    if name not in environ:
+        raise ConfigError(f"config key '{key}' names environment variable {name}, which is not set")
+    return environ[name]
+
+
 LAYER_SCHEMAS = ("bronze", "silver", "ops", "gold")
 
 
@@ -155,71 +269,145 @@ def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = 
     return out
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: not valid YAML: {_one_line(exc)}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     return data
 
 
-def _merge(base: dict, over: dict, source: str, prefix: str = "") -> dict:
-    out = deepcopy(base)
+def _merge(current: dict, over: dict, shape: dict, source: Callable[[str], str], origins: dict[str, str],
+           prefix: str = "") -> dict:
+    """``over`` merged onto ``current``; only the keys of ``shape`` (base.yaml) are allowed, and an
+    empty mapping there is free-form (``spark.extra_conf``: entries added or replaced). ``origins``
+    records where each value set came from (``source(dotted key)``: a file, an environment variable)."""
+    out = deepcopy(current)
     for key, value in over.items():
         dotted = f"{prefix}{key}"
-        if key not in base:
-            raise ConfigError(f"{source}: unknown config key '{dotted}' (not in conf/base.yaml)")
-        # free-form maps (extra_conf) take any keys
-        if isinstance(base[key], dict) and isinstance(value, dict) and base[key]:
-            out[key] = _merge(base[key], value, source, dotted + ".")
+        if key not in shape:
+            raise ConfigError(f"{source(dotted)}: unknown config key '{dotted}' (not in conf/base.yaml)")
+        if isinstance(shape[key], dict) and isinstance(value, dict) and isinstance(out.get(key), dict):
+            if shape[key]:
+                out[key] = _merge(out[key], value, shape[key], source, origins, dotted + ".")
+            else:
+                out[key] = {**out[key], **value}
+                for entry in value:
+                    origins[f"{dotted}.{entry}"] = source(f"{dotted}.{entry}")
         else:
             out[key] = value
+            for replaced in [k for k in origins if k.startswith(dotted + ".")]:
+                del origins[replaced]
+            origins[dotted] = source(dotted)
     return out
 
 
-def _env_overrides(base: dict, environ: dict[str, str]) -> dict:
-    """AUDITLAKE__PATHS__DATA_DIR=/x -> {"paths": {"data_dir": "/x"}} (YAML-typed value)."""
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict, dict[str, str]]:
+    """AUDITLAKE__PATHS__DATA_DIR=/x -> {"paths": {"data_dir": "/x"}} (YAML-typed value), and
+    dotted key -> the variable that set it."""
     over: dict = {}
+    names: dict[str, str] = {}
     for name, raw in sorted(environ.items()):
         if not name.startswith(OVERRIDE_PREFIX):
             continue
         parts = [p.lower() for p in name[len(OVERRIDE_PREFIX) :].split("__")]
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"environment variable {name}: config key '{'.'.join(parts)}': "
+                              f"not a valid YAML value: {_one_line(exc)}") from exc
         node = over
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(raw) if raw != "" else ""
-    return over
+            if not isinstance(node, dict):
+                raise ConfigError(f"environment variable {name}: config key '{'.'.join(parts)}' "
+                                  "is inside a key another variable sets to a value")
+        node[parts[-1]] = value
+        names[".".join(parts)] = name
+    return over, names
 
 
-def _resolve_env_refs(value: Any, where: str, environ: dict[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _resolve_env_refs(v, f"{where}.{k}" if where else k, environ) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve_env_refs(v, where, environ) for v in value]
-    if isinstance(value, str):
+def _env_source(names: dict[str, str]) -> Callable[[str], str]:
+    def source(dotted: str) -> str:
+        """The variable that set ``dotted``, one below it, or one that set a mapping holding it."""
+        below = [n for k, n in names.items() if k.startswith(dotted + ".")]
+        above = [n for k, n in names.items() if dotted.startswith(k + ".")]
+        return f"environment variable {names.get(dotted) or (below + above)[0]}"
 
-        def sub(m: re.Match) -> str:
-            if m.group(1) not in environ:
-                raise ConfigError(f"config key '{where}' needs environment variable {m.group(1)}, which is not set")
-            return environ[m.group(1)]
-
-        return _ENV_REF.sub(sub, value)
-    return value
+    return source
 
 
-def _validate(values: dict, files: tuple[str, ...]) -> None:
-    cfg = Config("?", values, files)
-    for key, kinds in REQUIRED_KEYS.items():
-        value = cfg.get(key)
+def _leaves(node: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """(key path, value) of every value that is not a non-empty mapping."""
+    if isinstance(node, dict) and node:
+        return [leaf for key, value in node.items() for leaf in _leaves(value, (*path, key))]
+    return [(path, node)]
+
+
+def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str]) -> None:
+    """Every value against ``RULES``, then the secrets the chosen modes need."""
+
+    def origin(key: str) -> str:
+        while key:
+            if key in origins:
+                return origins[key]
+            key = key.rpartition(".")[0]
+        return str(base_path)
+
+    def fail(key: str, problem: str) -> NoReturn:
+        raise ConfigError(f"{origin(key)}: config key '{key}' {problem}")
+
+    def check(key: str, value: Any, rule: Rule) -> None:
         # bool is an int in Python: only accept it where bool is what the key wants
-        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-            expected = " or ".join(k.__name__ for k in kinds)
-            raise ConfigError(f"config key '{key}' must be {expected}, got {value!r} (files: {', '.join(files)})")
+        if (isinstance(value, bool) and bool not in rule.kinds) or not isinstance(value, rule.kinds):
+            fail(key, f"must be {' or '.join(k.__name__ for k in rule.kinds)}, got {value!r}")
+        problem = rule.check(value) if rule.check else None
+        if problem:
+            fail(key, f"{problem}, got {value!r}")
+
+    def lookup(key: str) -> Any:
+        node: Any = values
+        parts = key.split(".")
+        for i, part in enumerate(parts):
+            if not isinstance(node, dict):
+                parent = ".".join(parts[:i])
+                fail(parent, f"must be a mapping (with key '{part}'), got {node!r}")
+            if part not in node:
+                raise ConfigError(f"missing config key '{key}' (every key must be set in {base_path})")
+            node = node[part]
+        return node
+
+    for path, value in _leaves(values):
+        strings = value if isinstance(value, list) else [value]
+        if any(isinstance(s, str) and "${env:" in s for s in strings):
+            fail(".".join(map(str, path)), "uses ${env:...}, which is not supported: a secret comes from the "
+                 "environment variable named by a key ending in _env (e.g. metastore.postgresql.password_env)")
+    for key, rule in RULES.items():
+        if key.endswith(".*"):
+            parent = key[:-2]
+            for child, value in lookup(parent).items():
+                if parent == "spark.extra_conf" and not str(child).startswith("spark."):
+                    fail(f"{parent}.{child}", "is not a Spark setting (spark.*)")
+                check(f"{parent}.{child}", value, rule)
+        else:
+            check(key, lookup(key), rule)
+    for path, _ in _leaves(values):
+        dotted = ".".join(map(str, path))
+        if dotted not in RULES and ".".join(map(str, (*path[:-1], "*"))) not in RULES:
+            fail(dotted, "has no rule in pipelines/config.py RULES (every key of conf/base.yaml needs one)")
+    for mode_key, mode, env_key in SECRETS:
+        if lookup(mode_key) == mode and lookup(env_key) not in environ:
+            fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
+                          f"{mode_key} {mode} ({origin(mode_key)}) needs the password there")
 
 
-def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: dict[str, str] | None = None) -> Config:
+def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapping[str, str] | None = None) -> Config:
     """Load and validate the configuration for ``env`` (default: $AUDITLAKE_ENV or 'local')."""
     environ = dict(os.environ if environ is None else environ)
     env = env or environ.get(ENV_VAR) or "local"
@@ -231,9 +419,9 @@ def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: dict
         known = sorted(p.stem for p in conf_dir.glob("*.yaml") if p.stem != "base")
         raise ConfigError(f"{env_path}: no configuration for environment '{env}' (known: {', '.join(known)})")
     base = _read_yaml(base_path)
-    values = _merge(base, _read_yaml(env_path), str(env_path))
-    values = _merge(values, _env_overrides(base, environ), "environment (AUDITLAKE__* variables)")
-    values = _resolve_env_refs(values, "", environ)
-    files = (str(base_path), str(env_path))
-    _validate(values, files)
-    return Config(env, values, files)
+    origins: dict[str, str] = {}
+    values = _merge(base, _read_yaml(env_path), base, lambda _key: str(env_path), origins)
+    overrides, names = _env_overrides(environ)
+    values = _merge(values, overrides, base, _env_source(names), origins)
+    _validate(values, origins, base_path, environ)
+    return Config(env, values, (str(base_path), str(env_path)))

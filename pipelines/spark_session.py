@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import CONF_DIR, Config
+from pipelines.config import CONF_DIR, Config, secret
 from pipelines.jars import jar_paths, missing_jars
 from pipelines.storage import is_uri
 
@@ -89,17 +89,12 @@ def spark_conf(cfg: Config) -> dict[str, str]:
 
 
 def metastore_conf(cfg: Config) -> dict[str, str]:
-    """The Hive metastore's connection: embedded Derby (default) or a shared PostgreSQL database."""
-    kind = cfg.get("metastore.kind")
-    if kind == "derby":
+    """The Hive metastore's connection: embedded Derby (default) or a shared PostgreSQL database
+    (``metastore.kind``, one of the two: load_config checked it, and that the password is set)."""
+    if cfg.get("metastore.kind") == "derby":
         return {}
-    if kind != "postgresql":
-        raise ValueError(f"metastore.kind must be derby or postgresql, got {kind!r}")
     pg = cfg.get("metastore.postgresql")
-    password = os.environ.get(pg["password_env"])
-    if password is None:
-        raise RuntimeError(f"metastore.kind is postgresql: set the environment variable {pg['password_env']} "
-                           f"to the password of {pg['user']}@{pg['host']}:{pg['port']}/{pg['database']}")
+    password = secret(cfg, "metastore.postgresql.password_env")
     return {
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:postgresql://{pg['host']}:{pg['port']}/{pg['database']}",
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
+import sys
+import time
 
 import pytest
 
-from pipelines.config import CONF_DIR, ConfigError, load_config
+from pipelines.config import CONF_DIR, PROJECT_ROOT, RULES, ConfigError, load_config, secret
 
 
 def test_env_file_overrides_base():
@@ -45,27 +50,190 @@ def test_missing_key_names_key(conf_copy):
         load_config("local", conf_dir=conf_copy, environ={})
 
 
-def test_wrong_kind_names_key(conf_copy):
+def test_unknown_key_from_environment_names_the_variable():
+    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTR: unknown config key "
+                                          r"'spark\.mastr'"):
+        load_config("test", environ={"AUDITLAKE__SPARK__MASTR": "local[1]"})
+
+
+def test_wrong_kind_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  shuffle_partitions: many\n")
-    with pytest.raises(ConfigError, match=r"'spark\.shuffle_partitions' must be int"):
+    with pytest.raises(ConfigError) as caught:
         load_config("test", conf_dir=conf_copy, environ={})
+    assert str(caught.value) == (f"{conf_copy / 'test.yaml'}: config key 'spark.shuffle_partitions' must be int, "
+                                 "got 'many'")
+    # a boolean is not a number, a number not a boolean; a mapping replaced by a value is named
+    for name, raw, message in [
+        ("AUDITLAKE__CLUSTER__WORKERS", "true", "'cluster.workers' must be int, got True"),
+        ("AUDITLAKE__QUALITY__ENABLED", "1", "'quality.enabled' must be bool, got 1"),
+        ("AUDITLAKE__QUALITY__THRESHOLDS", "0.9", "'quality.thresholds' must be a mapping"),
+    ]:
+        with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key {message}"):
+            load_config("test", environ={name: raw})
 
 
-def test_unknown_environment_lists_known_ones():
-    with pytest.raises(ConfigError, match=r"no configuration for environment 'prod'.*local.*test"):
-        load_config("prod", environ={})
+def test_unknown_enumeration_value_names_key_and_file(conf_copy):
+    (conf_copy / "test.yaml").write_text("metastore:\n  kind: mysql\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'metastore\.kind' "
+                                          r"must be one of derby, postgresql, got 'mysql'$"):
+        load_config("test", conf_dir=conf_copy, environ={})
+    for name, raw, key in [
+        ("AUDITLAKE__WRITEBACK__SOURCE", "odbc", "writeback.source"),
+        ("AUDITLAKE__WRITEBACK__FILE__DEFAULT_DATABASE", "audit", "writeback.file.default_database"),
+        ("AUDITLAKE__GENERATE__LAYOUT", "flat", "generate.layout"),
+        ("AUDITLAKE__SPARK__MASTER", "localhost", "spark.master"),
+        ("AUDITLAKE__SPARK__DRIVER_MEMORY", "4 GB", "spark.driver_memory"),
+        ("AUDITLAKE__GENERATE__START", "yesterday", "generate.start"),
+        ("AUDITLAKE__SILVER__SCHEMA", "silver-x", "silver.schema"),
+    ]:
+        with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key '{re.escape(key)}' must be"):
+            load_config("test", environ={name: raw})
 
 
-def test_secret_from_environment_reference(conf_copy):
+def test_bad_severity_fails_at_load_naming_key_and_file(conf_copy):
+    (conf_copy / "test.yaml").write_text("quality:\n  severity:\n    luid_shape: fatal\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key "
+                                          r"'quality\.severity\.luid_shape' must be one of critical, warning, "
+                                          r"got 'fatal'$"):
+        load_config("test", conf_dir=conf_copy, environ={})
+    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__QUALITY__DEFAULT_SEVERITY: config key "
+                                          r"'quality\.default_severity' must be one of critical, warning"):
+        load_config("test", environ={"AUDITLAKE__QUALITY__DEFAULT_SEVERITY": "Critical"})
+    # an expectation key base.yaml does not list is an unknown key
+    with pytest.raises(ConfigError, match=r"unknown config key 'quality\.severity\.luid_shap'"):
+        load_config("test", environ={"AUDITLAKE__QUALITY__SEVERITY__LUID_SHAP": "warning"})
+
+
+def test_out_of_range_number_names_key_and_file(conf_copy):
+    (conf_copy / "test.yaml").write_text("serve:\n  port: 70000\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'serve\.port' "
+                                          r"must be between 1 and 65535, got 70000$"):
+        load_config("test", conf_dir=conf_copy, environ={})
+    for name, raw, message in [
+        ("AUDITLAKE__QUALITY__THRESHOLDS__MIN_PARSE_RATE", "1.5", "must be between 0 and 1, got 1.5"),
+        ("AUDITLAKE__QUALITY__THRESHOLDS__MAX_QUARANTINE_RATIO", "-0.1", "must be between 0 and 1, got -0.1"),
+        ("AUDITLAKE__SPARK__SHUFFLE_PARTITIONS", "0", "must be at least 1, got 0"),
+        ("AUDITLAKE__BRONZE__LISTING__LOOKBACK_DAYS", "-1", "must be at least 0, got -1"),
+        ("AUDITLAKE__WRITEBACK__JDBC__PORT", "0", "must be between 1 and 65535, got 0"),
+    ]:
+        key = name[len("AUDITLAKE__"):].lower().replace("__", ".")
+        with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key '{re.escape(key)}' "
+                                              rf"{re.escape(message)}$"):
+            load_config("test", environ={name: raw})
+
+
+def test_missing_secret_variable_names_key_and_files():
+    with pytest.raises(ConfigError) as caught:
+        load_config("pgmeta", environ={})
+    message = str(caught.value)
+    assert message.startswith(f"{CONF_DIR / 'base.yaml'}: config key 'metastore.postgresql.password_env' names "
+                              "environment variable AUDITLAKE_METASTORE_PASSWORD, which is not set")
+    assert f"metastore.kind postgresql ({CONF_DIR / 'pgmeta.yaml'})" in message and "\n" not in message
+    assert load_config("pgmeta", environ={"AUDITLAKE_METASTORE_PASSWORD": ""}).get("metastore.kind") == "postgresql"
+    # the write-back jdbc source, chosen and pointed at another variable from the environment
+    environ = {"AUDITLAKE__WRITEBACK__SOURCE": "jdbc", "AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV": "WB_SECRET"}
+    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV: config key "
+                                          r"'writeback\.jdbc\.password_env' names environment variable WB_SECRET, "
+                                          r"which is not set: writeback\.source jdbc \(environment variable "
+                                          r"AUDITLAKE__WRITEBACK__SOURCE\)"):
+        load_config("test", environ=environ)
+    cfg = load_config("test", environ={**environ, "WB_SECRET": "s3cret"})
+    assert secret(cfg, "writeback.jdbc.password_env", {"WB_SECRET": "s3cret"}) == "s3cret"
+    assert "s3cret" not in repr(cfg)  # the configuration holds the variable's name, never the secret
+    # a secret a mode that is not chosen would need is not asked for
+    assert load_config("local", environ={}).get("writeback.source") == "file"
+
+
+def test_env_interpolation_is_not_a_secrets_mechanism(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  app_name: ${env:AUDITLAKE_TEST_NAME}\n")
-    assert load_config("test", conf_dir=conf_copy, environ={"AUDITLAKE_TEST_NAME": "x"}).get("spark.app_name") == "x"
-    with pytest.raises(ConfigError, match="AUDITLAKE_TEST_NAME, which is not set"):
-        load_config("test", conf_dir=conf_copy, environ={})
+    with pytest.raises(ConfigError, match=r"test\.yaml: config key 'spark\.app_name' uses \$\{env:\.\.\.\}, which "
+                                          r"is not supported: .* a key ending in _env"):
+        load_config("test", conf_dir=conf_copy, environ={"AUDITLAKE_TEST_NAME": "x"})
+
+
+def test_environment_value_that_is_not_yaml_names_the_variable():
+    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTER: config key "
+                                          r"'spark\.master': not a valid YAML value: [^\n]*$"):
+        load_config("test", environ={"AUDITLAKE__SPARK__MASTER": "[local"})
+
+
+def test_extra_conf_takes_spark_settings_only():
+    cfg = load_config("cluster", environ={"AUDITLAKE__SPARK__EXTRA_CONF__SPARK.EXECUTOR.MEMORY": "2g"})
+    assert cfg.get("spark.extra_conf") == {"spark.executor.memory": "2g", "spark.executor.cores": "1",
+                                           "spark.cores.max": "2"}
+    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR\.MEMORY: "
+                                          r"config key 'spark\.extra_conf\.executor\.memory' is not a Spark setting"):
+        load_config("test", environ={"AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR.MEMORY": "2g"})
+
+
+def test_every_key_of_base_has_a_rule_and_every_rule_a_key():
+    import yaml
+
+    def leaves(node, prefix=""):
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                yield from leaves(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}"
+
+    base = set(leaves(yaml.safe_load((CONF_DIR / "base.yaml").read_text())))
+    covered = {k for k in base if k in RULES or f"{k.rpartition('.')[0]}.*" in RULES}
+    assert covered == base
+    exact = {k for k in RULES if not k.endswith(".*")}
+    assert exact - base <= {"spark.extra_conf", "quality.severity", "writeback.databases"}  # the mappings themselves
+    for env in ("local", "test", "cluster"):
+        load_config(env, environ={})  # the committed files pass
+
+
+def test_enumerations_match_the_code_that_uses_them():
+    from devtools.sample.activity_log.writer import LAYOUTS
+    from pipelines.config import GENERATE_LAYOUTS, WRITEBACK_SOURCES
+    from pipelines.writeback.source import SOURCE_KINDS
+
+    assert GENERATE_LAYOUTS == LAYOUTS and WRITEBACK_SOURCES == SOURCE_KINDS
+
+
+def _refresh_with(environ_name: str, raw: str, tmp_path, monkeypatch, capsys):
+    from pipelines import cli, spark_session
+
+    def no_spark(_cfg):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(spark_session, "build_spark", no_spark)
+    monkeypatch.setenv("AUDITLAKE__PATHS__DATA_DIR", str(tmp_path / "lake"))
+    monkeypatch.setenv(environ_name, raw)
+    started = time.monotonic()
+    code = cli.main(["--env", "test", "refresh"])
+    return code, time.monotonic() - started, capsys.readouterr()
+
+
+def test_cli_exits_2_on_a_bad_value_before_spark_starts(tmp_path, monkeypatch, capsys):
+    code, seconds, out = _refresh_with("AUDITLAKE__METASTORE__KIND", "mysql", tmp_path, monkeypatch, capsys)
+    assert code == 2 and seconds < 5
+    assert out.err == ("auditlake: configuration error: environment variable AUDITLAKE__METASTORE__KIND: config key "
+                       "'metastore.kind' must be one of derby, postgresql, got 'mysql'\n")
+    assert not (tmp_path / "lake").exists()  # no lock, no metastore, no log: nothing ran
+    monkeypatch.delenv("AUDITLAKE__METASTORE__KIND")
+    code, _, out = _refresh_with("AUDITLAKE__QUALITY__SEVERITY__LUID_SHAPE", "fatal", tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(out.err.splitlines()) == 1 and "'quality.severity.luid_shape'" in out.err
+
+
+@pytest.mark.subprocess
+def test_cli_process_exits_2_on_a_bad_value_in_seconds(tmp_path):
+    environ = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"),
+               "AUDITLAKE__METASTORE__KIND": "mysql"}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "--env", "test", "refresh"], env=environ,
+                          capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
+    assert proc.returncode == 2 and time.monotonic() - started < 10
+    assert proc.stderr.splitlines() == [
+        "auditlake: configuration error: environment variable AUDITLAKE__METASTORE__KIND: config key "
+        "'metastore.kind' must be one of derby, postgresql, got 'mysql'"
+    ]
+    assert not (tmp_path / "lake").exists()
 
 
 def test_storage_locations_take_uris_paths_or_default_under_data_dir():
-    from pipelines.config import PROJECT_ROOT
-
     cfg = load_config("cluster", environ={
         "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
         "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",

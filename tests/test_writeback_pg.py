@@ -59,8 +59,9 @@ def loaded(pg):
     return rows, {PASSWORD_ENV: password}
 
 
-def variant(lake_dir: Path, name: str, pg: PgServer | None = None, **overrides: str):
-    environ = dict(os.environ)
+def variant(lake_dir: Path, name: str, pg: PgServer | None = None, secrets: dict[str, str] | None = None,
+            **overrides: str):
+    environ = dict(os.environ) | (secrets or {})  # load_config checks the jdbc source's password is set
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
     for layer in ("bronze", "silver", "ops"):
@@ -95,7 +96,7 @@ def version(spark, table: str) -> int:
 
 @pytest.fixture(scope="module")
 def lake(spark, lake_dir, pg, loaded):
-    cfg = variant(lake_dir, "wbjdbc", pg)
+    cfg = variant(lake_dir, "wbjdbc", pg, secrets=loaded[1])
     first = refresh(spark, cfg, loaded[1])
     return cfg, first
 
@@ -218,7 +219,8 @@ def test_wrong_password_fails_in_one_line_and_touches_nothing(spark, lake_dir, p
 
 def test_unreachable_server_names_host_port_database(spark, lake_dir, loaded):
     cfg = variant(
-        lake_dir, "wbdown", source="jdbc", jdbc__host="127.0.0.1", jdbc__port="1", jdbc__password_env=PASSWORD_ENV
+        lake_dir, "wbdown", secrets=loaded[1], source="jdbc", jdbc__host="127.0.0.1", jdbc__port="1",
+        jdbc__password_env=PASSWORD_ENV,
     )
     landing = land_writeback(spark, cfg, "run", environ=loaded[1], **QUIET)
     assert len(landing.errors) == 2 and landing.rows_landed == 0

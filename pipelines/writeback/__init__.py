@@ -9,8 +9,9 @@ Modules:
 * :mod:`.source`     read a CSV/NDJSON export, or the databases over JDBC (watermark + overlap)
 * :mod:`.bronze`     land rows as strings, once per (database, ID) -> ``bronze.writeback_audit_raw``
 * :mod:`.silver`     typed, decoded, one row per ID -> ``silver.writeback_audit`` + quarantine
-* :mod:`.generate`   a deterministic sample (export file, or rows loaded into PostgreSQL)
-* :mod:`.pg_server`  a throwaway PostgreSQL on loopback (tests, local trials)
+
+Sample rows and a throwaway PostgreSQL are tooling: ``devtools/sample/writeback.py`` and
+``devtools/pg_server.py``.
 
 The columns and action names below are those of the reference
 (``writeback-historical-audit.txt``).

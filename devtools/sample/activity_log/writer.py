@@ -24,9 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.activity_log.bronze.rows import BOM
+from pipelines.config import GENERATE_LAYOUTS
 
 PARTITION_KEY = {"site": "siteLuid", "tenant": "tenantId"}
-LAYOUTS = ("auditlake", "date_first", "schema_first")
+LAYOUTS = GENERATE_LAYOUTS  # the layouts bronze reads (conf generate.layout)
 POD = "prod-useast-a"
 
 

@@ -20,10 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from pipelines.activity_log import FAMILIES
-
-# Layout names, as the ledger records them.
-AUDITLAKE, DATE_FIRST, SCHEMA_FIRST, UNPARTITIONED = "auditlake", "date_first", "schema_first", "unpartitioned"
+from pipelines.activity_log import AUDITLAKE, DATE_FIRST, FAMILIES, SCHEMA_FIRST, UNPARTITIONED
 
 # Extensions of Activity Log files (each may also end in .gz); anything else is skipped, counted.
 RECORD_EXTENSIONS = (".json", ".txt", ".ndjson", ".jsonl", ".log")
