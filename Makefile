@@ -9,12 +9,12 @@ STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast setup system-deps pg-deps registry lint lint-sql bench clean distclean
+.PHONY: demo test test-fast setup system-deps pg-deps clients registry lint lint-sql bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake demo
 
-test: setup pg-deps lint-sql
+test: setup pg-deps clients lint-sql
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
@@ -36,6 +36,17 @@ pg-deps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
 	  echo "installing the PostgreSQL server (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+# Network clients the tests drive, in a venv of their own (impyla's thrift is newer than the one
+# dbt-spark's PyHive extra pins): impyla makes the metadata calls an ODBC driver makes.
+CLIENTS := .cache/clients
+clients: $(CLIENTS)/.installed-stamp
+$(CLIENTS)/.installed-stamp:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
+	@test -x $(CLIENTS)/bin/python || $(PYTHON) -m venv $(CLIENTS)
+	@echo "installing the test clients into $(CLIENTS) (first run only)"
+	@$(CLIENTS)/bin/pip install -q --disable-pip-version-check "impyla==0.24.0"
+	@touch $@
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }

@@ -138,6 +138,7 @@ RULES: dict[str, Rule] = {
     "gold.failed_login_burst.window_minutes": _whole(1),
     "gold.inactive_user_days": _whole(1),
     "gold.compact_files_over": _whole(0),
+    "gold.analyst_schema": _SCHEMA,
     "metastore.kind": _one_of(*METASTORE_KINDS),
     "metastore.postgresql.host": _HOST,
     "metastore.postgresql.port": _PORT,
@@ -266,6 +267,7 @@ def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = 
     out["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
     for layer in LAYER_SCHEMAS:
         out[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
+    out["AUDITLAKE__GOLD__ANALYST_SCHEMA"] = f"analyst_{name}"
     return out
 
 

@@ -14,6 +14,7 @@ from pipelines.activity_log import bronze
 from pipelines.activity_log.silver import promote
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
+from pipelines.gold.analyst_views import analyst_views_current, publish_analyst_views
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
 from pipelines.gold.run import GoldError, GoldResult, build_gold
@@ -161,6 +162,8 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
         report.gold_skipped = True
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
+        if not analyst_views_current(spark, cfg):  # a lake from before the analyst schema
+            publish_analyst_views(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)
     # silver rows promoted before the last successful gold build were tested by it
@@ -174,6 +177,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)
+    publish_analyst_views(spark, cfg, log=log)
     gold_inputs.record_built(spark, cfg, inputs)
 
 

@@ -13,6 +13,7 @@ class Tables:
     silver_schema: str
     ops_schema: str
     gold_schema: str
+    analyst_schema: str
 
     def bronze_raw(self, family: str) -> str:
         return f"{self.bronze_schema}.{family}_events_raw"
@@ -68,6 +69,10 @@ class Tables:
         """A gold table (dbt names them: marts fct_/dim_/rpt_)."""
         return f"{self.gold_schema}.{name}"
 
+    def analyst(self, name: str) -> str:
+        """An analyst-facing view over a gold mart (pipelines/gold/analyst_views.py)."""
+        return f"{self.analyst_schema}.{name}"
+
     @property
     def gold_staging_schema(self) -> str:
         """dbt's staging and intermediate views (dbt_project.yml ``+schema: staging``)."""
@@ -75,4 +80,5 @@ class Tables:
 
 
 def tables(cfg: Config) -> Tables:
-    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"))
+    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"),
+                  cfg.get("gold.analyst_schema"))
