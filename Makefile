@@ -9,12 +9,12 @@ STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast setup system-deps pg-deps clients registry lint lint-sql bench clean distclean
+.PHONY: demo test test-fast setup system-deps pg-deps ldap-deps clients registry lint lint-sql bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake demo
 
-test: setup pg-deps clients lint-sql
+test: setup pg-deps ldap-deps clients lint-sql
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
@@ -36,6 +36,13 @@ pg-deps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
 	  echo "installing the PostgreSQL server (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+# OpenLDAP's server and tools: the sign-in tests of `auditlake serve` start a throwaway slapd on
+# loopback (devtools/ldap_server.py). Tests only, not demo. Debian keeps slapd in /usr/sbin.
+ldap-deps:
+	@{ command -v slapd || test -x /usr/sbin/slapd; } >/dev/null 2>&1 && command -v ldapsearch >/dev/null 2>&1 || { \
+	  echo "installing the OpenLDAP server and tools (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slapd ldap-utils >/dev/null; }
 
 # Network clients the tests drive, in a venv of their own (impyla's thrift is newer than the one
 # dbt-spark's PyHive extra pins): impyla makes the metadata calls an ODBC driver makes.

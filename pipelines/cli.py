@@ -166,10 +166,16 @@ def cmd_sql(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.gold.analyst_views import analyst_views_current, publish_analyst_views
     from pipelines.serve import serve_forever
     from pipelines.spark_session import build_spark
+    from pipelines.tables import tables
 
-    serve_forever(build_spark(cfg), cfg, log=log)
+    spark = build_spark(cfg)
+    # the views' masks name the auditors: a changed gold.pii_auditors applies from this start on
+    if spark.catalog.databaseExists(tables(cfg).gold_schema) and not analyst_views_current(spark, cfg):
+        publish_analyst_views(spark, cfg, log=log)
+    serve_forever(spark, cfg, log=log)
     return 0
 
 

@@ -15,6 +15,7 @@ holding the secret, read with ``secret()`` where it is used. Code receives the r
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -38,12 +39,15 @@ OVERRIDE_PREFIX = "AUDITLAKE__"
 METASTORE_KINDS = ("derby", "postgresql")
 SEVERITIES = ("critical", "warning")  # critical stops promotion, warning is reported
 WRITEBACK_SOURCES = ("file", "jdbc", "none")
+# none: any user name, no password (loopback only) | ldap: a bind to serve.ldap.url checks it
+SERVE_AUTH_MODES = ("none", "ldap")
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 # mode key, the value that needs a secret, the key naming the environment variable that holds it
 SECRETS = (
     ("metastore.kind", "postgresql", "metastore.postgresql.password_env"),
     ("writeback.source", "jdbc", "writeback.jdbc.password_env"),
+    ("serve.tls.enabled", True, "serve.tls.keystore_password_env"),
 )
 
 
@@ -139,6 +143,7 @@ RULES: dict[str, Rule] = {
     "gold.inactive_user_days": _whole(1),
     "gold.compact_files_over": _whole(0),
     "gold.analyst_schema": _SCHEMA,
+    "gold.pii_auditors": _list_of(r"[^\s'`\\]+", "user names (no spaces, quotes or backslashes)"),
     "metastore.kind": _one_of(*METASTORE_KINDS),
     "metastore.postgresql.host": _HOST,
     "metastore.postgresql.port": _PORT,
@@ -147,6 +152,13 @@ RULES: dict[str, Rule] = {
     "metastore.postgresql.password_env": _ENV_NAME,
     "serve.host": _HOST,
     "serve.port": _PORT,
+    "serve.auth": _one_of(*SERVE_AUTH_MODES),
+    "serve.ldap.url": _text(r"(ldaps?://\S+)?", "an ldap:// or ldaps:// URL"),  # "" unless auth is ldap
+    "serve.ldap.base_dn": _text(),  # users are uid=<name>,<base_dn>
+    "serve.ldap.user_dn_pattern": _text(r"([^%]*%s[^%]*)(:[^%]*%s[^%]*)*|", "DN patterns with %s, colon-separated"),
+    "serve.tls.enabled": Rule((bool,)),
+    "serve.tls.keystore_path": _text(),  # a PKCS12 or JKS keystore; "" unless tls is enabled
+    "serve.tls.keystore_password_env": _ENV_NAME,
     "cluster.host": _HOST,
     "cluster.port": _PORT,
     "cluster.webui_port": _PORT,
@@ -407,6 +419,35 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
                           f"{mode_key} {mode} ({origin(mode_key)}) needs the password there")
+    _check_serve(lookup, fail, origin)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_serve(lookup: Callable[[str], Any], fail: Callable[[str, str], NoReturn],
+                 origin: Callable[[str], str]) -> None:
+    """`auditlake serve` signs users in before it listens beyond this machine, and a mode has what it needs."""
+    auth, host = lookup("serve.auth"), lookup("serve.host")
+    if auth == "none" and not is_loopback(host):
+        fail("serve.host", f"is {host!r}, not a loopback address, while serve.auth is none ({origin('serve.auth')}): "
+                           "anyone who reaches the port could read the lakehouse; set serve.auth: ldap")
+    if auth == "ldap":
+        if not lookup("serve.ldap.url"):
+            fail("serve.ldap.url", "must be set (ldap://host:389 or ldaps://host:636): "
+                                   f"serve.auth is ldap ({origin('serve.auth')})")
+        if not lookup("serve.ldap.base_dn") and not lookup("serve.ldap.user_dn_pattern"):
+            fail("serve.ldap.base_dn", "or serve.ldap.user_dn_pattern must be set: serve.auth is ldap "
+                                       f"({origin('serve.auth')}) and the server binds as the user's DN")
+    if lookup("serve.tls.enabled") and not lookup("serve.tls.keystore_path"):
+        fail("serve.tls.keystore_path", f"must be set: serve.tls.enabled is true ({origin('serve.tls.enabled')})")
 
 
 def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapping[str, str] | None = None) -> Config:

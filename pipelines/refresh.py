@@ -162,7 +162,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
         report.gold_skipped = True
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
-        if not analyst_views_current(spark, cfg):  # a lake from before the analyst schema
+        if not analyst_views_current(spark, cfg):  # missing, or made for other auditors
             publish_analyst_views(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)

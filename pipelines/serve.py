@@ -1,9 +1,21 @@
 """`auditlake serve`: the Spark Thrift Server (HiveThriftServer2, shipped with PySpark) over the
 lakehouse, for JDBC/ODBC clients: beeline, BI tools, Tableau's Spark SQL connector.
 
-The server runs inside the lakehouse's own SparkSession (``startWithContext``), so it sees the
-same Delta catalog, warehouse and metastore as the refresh. With the embedded Derby metastore
+The server runs inside the lakehouse's own SparkSession (``startWithSparkSession``), so it sees
+the same Delta catalog, warehouse and metastore as the refresh. With the embedded Derby metastore
 it holds the metastore while it runs: stop it before a refresh (docs/operations.md).
+
+Sign-in and TLS (``serve.auth``, ``serve.tls``; docs/operations.md "Sign-in and TLS") reach the
+server two ways, because its parts read two different configurations:
+
+* the server builds its HiveConf from the session when it starts, where the session-start
+  ``spark.hadoop.*`` settings win: ``hive.server2.authentication``, ``use.SSL`` and the keystore
+  are set there by ``spark_session.serve_conf``, like the host and port. (Set at run time, with
+  ``spark.conf.set`` or as JVM system properties, they do not reach it: checked.)
+* Hive's LDAP provider makes its own ``new HiveConf()`` per sign-in, which reads only
+  ``hive-site.xml`` and JVM system properties: ``hive.server2.authentication.ldap.*`` are set as
+  system properties of the driver JVM. Spark's copy of the provider binds as the user's DN
+  (``uid=<name>,<baseDN>`` or ``userDNPattern``); it has no group filter.
 """
 
 from __future__ import annotations
@@ -17,19 +29,42 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 
+LDAP_KEYS = {"url": "hive.server2.authentication.ldap.url", "base_dn": "hive.server2.authentication.ldap.baseDN",
+             "user_dn_pattern": "hive.server2.authentication.ldap.userDNPattern"}
+
 
 def jdbc_url(cfg: Config) -> str:
-    return f"jdbc:hive2://{cfg.get('serve.host')}:{cfg.get('serve.port')}/default"
+    """The server's JDBC URL; with TLS, a client adds its truststore (``;sslTrustStore=...``)."""
+    tls = ";ssl=true" if cfg.get("serve.tls.enabled") else ""
+    return f"jdbc:hive2://{cfg.get('serve.host')}:{cfg.get('serve.port')}/default{tls}"
+
+
+def ldap_properties(cfg: Config) -> dict[str, str | None]:
+    """JVM system properties for Hive's LDAP provider (None: cleared)."""
+    ldap = cfg.get("serve.auth") == "ldap"
+    return {prop: (cfg.get(f"serve.ldap.{key}") or None) if ldap else None for key, prop in LDAP_KEYS.items()}
 
 
 def start_thrift_server(spark: SparkSession, cfg: Config, timeout: float = 120):
     """Start HiveThriftServer2 in this session's JVM and wait until it accepts connections;
     returns the server (call ``.stop()``). Host and port are part of the session's configuration
-    (``serve.host``, ``serve.port``, set by ``spark_session``): the server reads them from the
-    session's Hive client, which is fixed when the session first touches the metastore."""
+    (``serve.host``, ``serve.port``, set by ``spark_session`` as ``spark.hadoop.*``, which win over
+    runtime settings), as are sign-in and TLS; the LDAP provider's settings are set here (module docstring)."""
     host, port = cfg.get("serve.host"), cfg.get("serve.port")
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        raise RuntimeError(f"something already listens on {host}:{port} (serve.port): another `auditlake serve`?")
+    except OSError:
+        pass  # free: the server would otherwise fail to bind on its own thread, and we would wait on the other one
+    system = spark._jvm.java.lang.System
+    for prop, value in ldap_properties(cfg).items():
+        if value is None:
+            system.clearProperty(prop)
+        else:
+            system.setProperty(prop, value)
     server_class = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    server = server_class.startWithContext(spark._jsparkSession.sqlContext())
+    # exitOnError=False: a server that fails to start must not System.exit() our driver
+    server = server_class.startWithSparkSession(spark._jsparkSession, False)
     # the listener starts on a thread of its own, after startWithContext returns
     deadline = time.monotonic() + timeout
     while True:
@@ -47,7 +82,10 @@ def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:
     """Serve until SIGINT / SIGTERM, then stop the server and the session."""
     server = start_thrift_server(spark, cfg)
     log(f"serve: Spark Thrift Server listening on {jdbc_url(cfg)} (Ctrl-C to stop)")
-    log(f"serve: try  beeline -u {jdbc_url(cfg)} -e 'SHOW TABLES IN {cfg.get('gold.schema')}'")
+    auth = f" (sign-in: LDAP at {cfg.get('serve.ldap.url')})" if cfg.get("serve.auth") == "ldap" else ""
+    tls = ";sslTrustStore=<truststore>;trustStorePassword=<its password>" if cfg.get("serve.tls.enabled") else ""
+    user = " -n <user> -p <password>" if auth else ""
+    log(f"serve: try  beeline -u '{jdbc_url(cfg)}{tls}'{user} -e 'SHOW TABLES IN {cfg.get('gold.schema')}'{auth}")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -57,20 +95,32 @@ def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:
     spark.stop()
 
 
-def beeline_rows(url: str, query: str, timeout: float = 300) -> list[list[str]]:
-    """Run ``query`` with the beeline JDBC client shipped with PySpark; the CSV rows, header first."""
+def beeline_rows(url: str, query: str, timeout: float = 300, user: str | None = None,
+                 password: str | None = None) -> list[list[str]]:
+    """Run ``query`` with the beeline JDBC client shipped with PySpark; the CSV rows, header first.
+    TLS goes in the URL (``;ssl=true;sslTrustStore=...;trustStorePassword=...``)."""
     import csv
     import os
     import subprocess
+    import tempfile
     from pathlib import Path
 
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
-    proc = subprocess.run(
-        [str(spark_home / "bin" / "beeline"), "-u", url, "--outputformat=csv2", "--silent=true", "-e", query],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, "SPARK_HOME": str(spark_home)},
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        sign_in = ["-n", user] if user else []
+        if password is not None:
+            # a file, not -p: beeline's launcher splits arguments on spaces, and `ps` shows them
+            password_file = Path(tmp) / "password"
+            password_file.touch(mode=0o600)
+            password_file.write_text(password)
+            sign_in += ["-w", str(password_file)]
+        proc = subprocess.run(
+            [str(spark_home / "bin" / "beeline"), "-u", url, *sign_in, "--outputformat=csv2", "--silent=true",
+             "-e", query],
+            capture_output=True, text=True, timeout=timeout, env={**os.environ, "SPARK_HOME": str(spark_home)},
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"beeline failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     # beeline echoes its prompt before the first line: "0: jdbc:hive2://...> header"

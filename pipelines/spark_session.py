@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import CONF_DIR, Config, secret
+from pipelines.config import CONF_DIR, Config, ConfigError, secret
 from pipelines.jars import jar_paths, missing_jars
 from pipelines.storage import is_uri
 
@@ -84,6 +84,7 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.port")),
     }
     conf.update(metastore_conf(cfg))
+    conf.update(serve_conf(cfg))
     conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
     return conf
 
@@ -109,6 +110,26 @@ def metastore_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.datanucleus.schema.autoCreateConstraints": "false",
         "spark.hadoop.hive.metastore.schema.verification": "false",
     }
+
+
+def serve_conf(cfg: Config) -> dict[str, str]:
+    """How `auditlake serve` signs users in and speaks TLS (``serve.auth``, ``serve.tls``). The
+    Thrift server reads these, like its host and port, from the session-start ``spark.hadoop.*``
+    settings: neither a runtime ``spark.conf.set`` nor a JVM system property set before it starts
+    reaches it (checked). The LDAP provider's own settings are system properties (pipelines.serve)."""
+    conf = {}
+    if cfg.get("serve.auth") == "ldap":
+        conf["spark.hadoop.hive.server2.authentication"] = "LDAP"
+    if cfg.get("serve.tls.enabled"):
+        keystore = cfg.path("serve.tls.keystore_path")
+        if not keystore.is_file():
+            raise ConfigError(f"config key 'serve.tls.keystore_path': keystore {keystore} not found")
+        conf.update({
+            "spark.hadoop.hive.server2.use.SSL": "true",
+            "spark.hadoop.hive.server2.keystore.path": str(keystore),
+            "spark.hadoop.hive.server2.keystore.password": secret(cfg, "serve.tls.keystore_password_env"),
+        })
+    return conf
 
 
 def build_spark(cfg: Config) -> SparkSession:

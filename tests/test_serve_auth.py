@@ -1,0 +1,157 @@
+"""`auditlake serve` with sign-in (LDAP) and TLS: the real server in a child process, a real
+OpenLDAP (devtools/ldap_server.py, `make ldap-deps`), a keystore made by keytool, and two real
+clients: beeline (JDBC, shipped with PySpark) and impyla (the Thrift calls an ODBC driver makes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from devtools.ldap_server import PEOPLE, LdapServer
+from devtools.pg_server import free_port
+from pipelines.config import PROJECT_ROOT, ConfigError, load_config
+from pipelines.serve import beeline_rows
+
+CLIENT_PYTHON = PROJECT_ROOT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
+SIGN_IN = PROJECT_ROOT / "tests" / "clients" / "sign_in.py"
+AUDITLAKE = PROJECT_ROOT / ".venv" / "bin" / "auditlake"
+KEYTOOL = "/usr/bin/keytool" if Path("/usr/bin/keytool").exists() else "keytool"
+HOST = "127.0.0.1"
+USER, PASSWORD = "ana", "correct-horse-battery"
+KEYSTORE_PASSWORD, TRUSTSTORE_PASSWORD = "keystore-secret", "truststore-secret"
+
+
+def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loads():
+    environ = {**os.environ, "AUDITLAKE__SERVE__HOST": "0.0.0.0"}
+    with pytest.raises(ConfigError, match=r"serve.host.*not a loopback address.*serve.auth is none"):
+        load_config("test", environ=environ)
+    # with LDAP it may listen on every interface; on loopback it may go without
+    ldap = {"AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": "ldaps://ldap.example.com",
+            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE}
+    assert load_config("test", environ={**environ, **ldap}).get("serve.host") == "0.0.0.0"
+    loopback = load_config("test", environ={**os.environ, "AUDITLAKE__SERVE__HOST": "localhost"})
+    assert loopback.get("serve.auth") == "none"
+
+
+def test_tls_without_its_keystore_password_is_refused_when_the_config_loads():
+    environ = {k: v for k, v in os.environ.items() if k != "AUDITLAKE_SERVE_KEYSTORE_PASSWORD"}
+    environ.update(AUDITLAKE__SERVE__TLS__ENABLED="true", AUDITLAKE__SERVE__TLS__KEYSTORE_PATH="/srv/ks.p12")
+    with pytest.raises(ConfigError, match="AUDITLAKE_SERVE_KEYSTORE_PASSWORD, which is not set"):
+        load_config("test", environ=environ)
+
+
+def make_tls_material(directory: Path) -> dict[str, Path]:
+    """A self-signed key pair for 127.0.0.1 in a PKCS12 keystore (the server's), its certificate as
+    PEM (impyla, Tableau) and a truststore holding it (beeline, JDBC)."""
+    keystore, pem, truststore = directory / "server.p12", directory / "server.pem", directory / "truststore.p12"
+    for args in (
+        ["-genkeypair", "-alias", "auditlake", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2",
+         "-dname", "CN=localhost", "-ext", "SAN=dns:localhost,ip:127.0.0.1", "-storetype", "PKCS12",
+         "-keystore", keystore, "-storepass", KEYSTORE_PASSWORD],
+        ["-exportcert", "-rfc", "-alias", "auditlake", "-keystore", keystore, "-storepass", KEYSTORE_PASSWORD,
+         "-file", pem],
+        ["-importcert", "-noprompt", "-alias", "auditlake", "-file", pem, "-storetype", "PKCS12",
+         "-keystore", truststore, "-storepass", TRUSTSTORE_PASSWORD],
+    ):
+        subprocess.run([KEYTOOL, *map(str, args)], check=True, capture_output=True)
+    return {"keystore": keystore, "pem": pem, "truststore": truststore}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One `auditlake serve` for the module (its own empty lake: the embedded Derby metastore admits
+    one process), signing users in against a throwaway slapd, over TLS. -> (port, TLS files)."""
+    tmp = tmp_path_factory.mktemp("serve_auth")
+    tls = make_tls_material(tmp)
+    ldap = LdapServer.start({USER: PASSWORD, "other": "other-password"})
+    port = free_port()
+    env = {
+        **os.environ, "AUDITLAKE_ENV": "test", "AUDITLAKE__PATHS__DATA_DIR": str(tmp / "lake"),
+        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"), "AUDITLAKE__SERVE__PORT": str(port),
+        "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__TLS__ENABLED": "true",
+        "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
+        "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
+    }
+    log = (tmp / "serve.log").open("w")
+    proc = subprocess.Popen([str(AUDITLAKE), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            if proc.poll() is not None:
+                output = (tmp / "serve.log").read_text()[-3000:]
+                raise RuntimeError(f"auditlake serve exited {proc.returncode}: {output}")
+            try:
+                socket.create_connection((HOST, port), timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"auditlake serve did not listen on {port}") from None
+                time.sleep(0.5)
+        yield port, tls
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        ldap.stop()
+
+
+def tls_url(port: int, tls: dict[str, Path]) -> str:
+    return (f"jdbc:hive2://{HOST}:{port}/default;ssl=true;sslTrustStore={tls['truststore']};"
+            f"trustStorePassword={TRUSTSTORE_PASSWORD}")
+
+
+def impyla(port: int, user: str, password: str, ca_cert: Path | str, query: str) -> subprocess.CompletedProcess:
+    assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
+    return subprocess.run([str(CLIENT_PYTHON), str(SIGN_IN), HOST, str(port), user, password, str(ca_cert), query],
+                          capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.subprocess
+def test_beeline_signs_in_over_tls_with_the_ldap_password(server):
+    port, tls = server
+    assert beeline_rows(tls_url(port, tls), "SELECT 1 AS one", user=USER, password=PASSWORD) == [["one"], ["1"]]
+    schemas = beeline_rows(tls_url(port, tls), "SHOW SCHEMAS", user=USER, password=PASSWORD)
+    assert ["default"] in schemas
+    # the keystore password reached the server but not what a signed-in client can read
+    shown = beeline_rows(tls_url(port, tls), "SET hive.server2.keystore.password", user=USER, password=PASSWORD)
+    assert KEYSTORE_PASSWORD not in json.dumps(shown)
+
+
+@pytest.mark.subprocess
+def test_beeline_with_a_wrong_password_or_an_unknown_user_is_refused(server):
+    port, tls = server
+    for user, password in ((USER, "wrong-password"), ("nobody", PASSWORD), ("other", PASSWORD)):
+        with pytest.raises(RuntimeError, match="Error validating the login"):
+            beeline_rows(tls_url(port, tls), "SELECT 1", user=user, password=password)
+
+
+@pytest.mark.subprocess
+def test_a_plain_connection_to_the_tls_port_fails(server):
+    port, tls = server
+    with pytest.raises(RuntimeError, match="Could not open client transport"):
+        beeline_rows(f"jdbc:hive2://{HOST}:{port}/default", "SELECT 1", user=USER, password=PASSWORD, timeout=120)
+    proc = impyla(port, USER, PASSWORD, "-", "SELECT 1")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+
+
+@pytest.mark.subprocess
+def test_impyla_signs_in_over_tls_and_a_wrong_password_is_refused(server):
+    port, tls = server
+    ok = impyla(port, USER, PASSWORD, tls["pem"], "SELECT 1")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert json.loads(ok.stdout) == [[1]]
+    refused = impyla(port, USER, "wrong-password", tls["pem"], "SELECT 1")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "Error validating the login" in refused.stderr, refused.stderr[-3000:]
