@@ -7,6 +7,7 @@
     auditlake sql "SELECT ..." [--format table|csv|json]
     auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
+    auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -196,6 +197,22 @@ def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
     return 0 if all(r.balanced for r in results) and (files is None or files.balanced) else 1
 
 
+def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
+    """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way."""
+    from pipelines.config import secret
+    from pipelines.erase import EraseError, erase_person
+    from pipelines.spark_session import build_spark
+
+    salt = secret(cfg, "erase.salt_env")
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        try:
+            erase_person(build_spark(cfg), cfg, args.user, salt, requested_by=args.requested_by, log=log)
+        except EraseError as exc:
+            print(f"auditlake erase: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
     """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
     from pipelines.quality.gate import QualityGate, latest_run_summary
@@ -282,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("erase", help="pseudonymise one person's identifiers in every layer, then vacuum old "
+                                     "file versions (GDPR Article 17); recorded in ops.erasures")
+    p.add_argument("--user", required=True, metavar="LUID|EMAIL", help="the person's user LUID or e-mail address")
+    p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.set_defaults(func=cmd_erase)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)

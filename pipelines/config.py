@@ -195,6 +195,8 @@ RULES: dict[str, Rule] = {
     "writeback.databases": _MAPPING,
     "writeback.databases.*": _text(),  # role -> database name; "" skips that role
     "writeback.overlap_minutes": _whole(0),
+    "erase.vacuum_retain_hours": _whole(0),
+    "erase.salt_env": _ENV_NAME,
 }
 
 

@@ -64,6 +64,11 @@ class Tables:
     def writeback_watermarks(self) -> str:
         return f"{self.ops_schema}.writeback_watermarks"
 
+    @property
+    def erasures(self) -> str:
+        """One row per `auditlake erase` (pipelines/erase.py): counts and tokens, never erased values."""
+        return f"{self.ops_schema}.erasures"
+
 
     def gold(self, name: str) -> str:
         """A gold table (dbt names them: marts fct_/dim_/rpt_)."""

@@ -326,6 +326,8 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
 
     query = (
         spark.readStream.format("delta")
+        # bronze only grows, but an erasure (pipelines/erase.py) rewrites rows: not new ones
+        .option("skipChangeCommits", "true")
         .table(t.writeback_raw)
         .writeStream.foreachBatch(each_batch)
         .option("checkpointLocation", storage.join(cfg.checkpoint_dir, "silver_writeback"))

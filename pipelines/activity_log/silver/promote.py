@@ -236,7 +236,7 @@ def _pending_path(cfg: Config, family: str) -> str:
     return storage.join(cfg.checkpoint_dir, f"silver_{family}.pending.json")
 
 
-def _last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
+def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
     """The bronze version silver has promoted up to (-1: nothing yet)."""
     if not spark.catalog.tableExists(t.silver_batches):
         return -1
@@ -270,7 +270,7 @@ def promote_family(
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
     t = tables(cfg)
     current = table_version(spark, source)
-    done = _last_promoted(spark, t, family)
+    done = last_promoted(spark, t, family)
     pending = json.loads(storage.read_text(spark, _pending_path(cfg, family)) or "null")
     ranges = []
     if pending and pending["to"] > done:

@@ -1,0 +1,365 @@
+"""Erasure (GDPR Article 17) on an append-only lake: ``auditlake erase --user <luid or e-mail>``.
+
+Rows are pseudonymised, never deleted, so every count the lake reconciles stays as it was
+(bronze = silver + duplicates + quarantine, the file ledger's rows, gold = the silver rows it
+covers). The steps:
+
+1. **Resolve** the person: from the LUID or e-mail given, the identifiers silver holds for them
+   (``IDENTITY_GROUPS``: the columns that describe one user within a row), followed until no new
+   LUID or e-mail turns up. Nobody found: ``PersonNotFound``, nothing changed.
+2. **Pseudonymise** every Delta table of the bronze, silver, ops and gold schemas: each
+   identifier becomes its token, ``erased:<12 hex of sha256(salt + identifier)>`` (one token per
+   identifier, so keys stay unique and joins still join). LUIDs and e-mails are replaced wherever
+   they occur in a text (raw JSON lines included); names (sign-in and display names) only where a
+   value is the whole name, or a JSON string holding it, so a name inside another word is left.
+3. **Vacuum** every table touched with ``erase.vacuum_retain_hours``: the files that held the old
+   values (and the change data feed's pre-images) are deleted, so time travel to a version before
+   the erasure fails.
+4. **Catch up** the readers of bronze: silver's promoted range moves past the erasure's commits
+   (a batch with no rows in ``ops.silver_batches``), whose change data the vacuum removed; the
+   Write-Back stream skips commits that change rows. A gold build that was current still is.
+5. **Record** ``ops.erasures``: when, who ran it, the kind of identifier given, the tokens, rows
+   per table and the retention; never a value that was erased.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType
+
+from pipelines.activity_log import FAMILIES
+from pipelines.activity_log.silver.promote import last_promoted
+from pipelines.config import LAYER_SCHEMAS, Config
+from pipelines.delta_util import create_table_if_missing, table_names, table_version
+from pipelines.gold import inputs as gold_inputs
+from pipelines.sql import UUID_PATTERN
+from pipelines.tables import Tables, tables
+
+TOKEN_PREFIX = "erased:"
+# Delta refuses a vacuum retention under its default (7 days) unless this check is off.
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+# The columns of silver's wide tables that describe one user within a row: the person's keys
+# (LUIDs / user ids and e-mails) and the names that go with them.
+IDENTITY_GROUPS: dict[str, tuple[dict[str, tuple[str, ...]], ...]] = {
+    "site": (
+        {"luid": ("actor_user_luid",), "name": ("actor_username",)},
+        {"luid": ("initiating_user_luid",), "name": ("initiating_username",)},
+        {"luid": ("user_luid",), "email": ("email", "former_email"),
+         "name": ("user_name", "user_display_name", "former_name")},
+        {"luid": ("target_user_luid",)},
+        {"luid": ("owner_luid",), "name": ("owner_name",)},
+        {"luid": ("new_owner_luid",), "name": ("new_owner_name",)},
+        {"luid": ("old_owner_luid",), "name": ("old_owner_name",)},
+        {"luid": ("obj_owner_luid",), "name": ("obj_owner_name",)},
+        {"luid": ("project_owner_luid",), "email": ("project_owner_email",)},
+        {"luid": ("creator_luid",), "name": ("creator_name",)},
+        {"luid": ("new_contact_luid",), "name": ("new_contact_name",)},
+        {"luid": ("old_contact_luid",), "name": ("old_contact_name",)},
+        {"luid": ("modified_by_user_luid",)},
+        {"luid": ("thumb_user_luid",)},
+    ),
+    "tenant": (
+        {"luid": ("initiating_user_id",), "email": ("initiating_user_email",),
+         "name": ("initiating_user_display_name",)},
+        {"luid": ("user_id",), "email": ("email", "new_email", "old_email"), "name": ("user_name",)},
+        {"luid": ("pat_user_id",)},
+        {"luid": ("session_user_id",)},
+    ),
+}
+ERASURES_SCHEMA = (
+    "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
+    "tokens array<string>, identifiers int, rows_by_table map<string,bigint>, rows_total bigint, "
+    "vacuum_retain_hours int, tables_vacuumed int"
+)
+
+
+class EraseError(RuntimeError):
+    """The erasure cannot run (nothing changed): the message says why and what to do."""
+
+
+class PersonNotFound(EraseError):
+    """No table holds the LUID or e-mail given."""
+
+
+@dataclass
+class Person:
+    """Who is erased: the identifiers the lake holds for them (kept in memory only)."""
+
+    kind: str  # what was given: luid | email
+    keys: set[str] = field(default_factory=set)  # LUIDs / user ids and e-mails, lower case
+    names: set[str] = field(default_factory=set)  # sign-in and display names, as written
+
+    def identifiers(self) -> list[str]:
+        return sorted(self.keys | self.names, key=lambda v: (-len(v), v))
+
+
+@dataclass
+class ErasureReport:
+    erasure_id: str
+    identifier_kind: str
+    tokens: list[str]
+    rows_by_table: dict[str, int]
+    vacuum_retain_hours: int
+    tables_vacuumed: list[str]
+
+    @property
+    def rows_total(self) -> int:
+        return sum(self.rows_by_table.values())
+
+
+def identifier_kind(value: str) -> str:
+    if re.fullmatch(UUID_PATTERN, value.strip()):
+        return "luid"
+    if re.fullmatch(r"[^@\s]+@[^@\s]+", value.strip()):
+        return "email"
+    raise EraseError(f"--user {value!r}: give a user LUID (8-4-4-4-12 hex digits) or an e-mail address")
+
+
+def token_for(identifier: str, salt: str) -> str:
+    """The stable pseudonym of one identifier (case does not matter)."""
+    return TOKEN_PREFIX + hashlib.sha256((salt + identifier.lower()).encode("utf-8")).hexdigest()[:12]
+
+
+# ---- 1. who ---------------------------------------------------------------------------------
+
+
+def _groups_present(frame: DataFrame, family: str) -> list[dict[str, tuple[str, ...]]]:
+    present = set(frame.columns)
+    out = []
+    for group in IDENTITY_GROUPS[family]:
+        kept = {role: tuple(c for c in cols if c in present) for role, cols in group.items()}
+        if kept.get("luid") or kept.get("email"):
+            out.append({role: cols for role, cols in kept.items() if cols})
+    return out
+
+
+def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
+    """The identifiers that belong to the person with this LUID or e-mail (``PersonNotFound`` when
+    no identity column of silver, nor a Write-Back user name, holds it)."""
+    t = tables(cfg)
+    person = Person(identifier_kind(user), keys={user.strip().lower()})
+    found = False
+    for _round in range(5):  # a LUID leads to an e-mail, which leads to a tenant user id, ...
+        before = (len(person.keys), len(person.names))
+        for family in FAMILIES:
+            if not spark.catalog.tableExists(t.silver_events(family)):
+                continue
+            frame = spark.table(t.silver_events(family))
+            for group in _groups_present(frame, family):
+                key_cols = group.get("luid", ()) + group.get("email", ())
+                hit = F.lit(False)
+                for c in key_cols:
+                    hit = hit | F.lower(F.col(c)).isin(*person.keys)
+                values = frame.where(hit).select(
+                    F.array_distinct(F.array(*[F.col(c) for cols in group.values() for c in cols])).alias("v")
+                ).select(F.explode("v").alias("v")).where(F.col("v").isNotNull()).distinct().collect()
+                for r in values:
+                    found = True
+                    text = r["v"].strip()
+                    if re.fullmatch(UUID_PATTERN, text) or "@" in text:
+                        person.keys.add(text.lower())
+                    elif text:
+                        person.names.add(text)
+        if (len(person.keys), len(person.names)) == before:
+            break
+    if spark.catalog.tableExists(t.writeback_audit):  # Write-Back knows a user by name (often the e-mail)
+        wanted = [v.lower() for v in person.identifiers()]
+        found = found or spark.table(t.writeback_audit).where(F.lower("username").isin(*wanted)).limit(1).count() > 0
+    if not found:
+        raise PersonNotFound(f"no user with {person.kind} {user.strip()!r} in {t.silver_schema}: nothing changed")
+    return person
+
+
+# ---- 2. pseudonymise -----------------------------------------------------------------------
+
+
+def _java_regex(text: str) -> str:
+    """``text`` as a literal inside a Java regular expression (backslash before every non-word
+    character, which Java reads as that character)."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)
+
+
+def pseudonymise(column: Column, person: Person, tokens: dict[str, str]) -> Column:
+    """``column`` (a string) with the person's identifiers replaced by their tokens."""
+    out = column
+    for value in person.identifiers():
+        token = tokens[value]
+        if value.lower() in person.keys:  # distinctive: wherever it occurs, any case
+            out = F.regexp_replace(out, F.lit("(?i)" + _java_regex(value)), F.lit(token))
+        else:  # a name: the whole value, or a JSON string holding it
+            out = F.when(F.lower(out) == value.lower(), F.lit(token)).otherwise(
+                F.regexp_replace(out, F.lit('(?i)"' + _java_regex(value) + '"'), F.lit(f'"{token}"')))
+    return out
+
+
+def _rewrites(frame: DataFrame, person: Person, tokens: dict[str, str]) -> dict[str, Column]:
+    """column -> its pseudonymised value, for the text columns (and arrays of text) of ``frame``."""
+    out = {}
+    for f in frame.schema.fields:
+        col = F.col(f"`{f.name}`")
+        if isinstance(f.dataType, StringType):
+            out[f.name] = pseudonymise(col, person, tokens)
+        elif isinstance(f.dataType, ArrayType) and isinstance(f.dataType.elementType, StringType):
+            out[f.name] = F.transform(col, lambda x: pseudonymise(x, person, tokens))
+    return out
+
+
+def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
+    """Every Delta table (views excluded: they hold no data) of the lake's schemas, but the erasure log."""
+    t = tables(cfg)
+    out = []
+    for layer in LAYER_SCHEMAS:
+        schema = cfg.get(f"{layer}.schema")
+        if spark.catalog.databaseExists(schema):
+            out += [f"{schema}.{name}" for name in sorted(table_names(spark, schema, views=False))]
+    return [name for name in out if name != t.erasures]
+
+
+def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
+    """Rewrite the rows of ``table`` holding an identifier; -> how many (0: no commit)."""
+    frame = spark.table(table)
+    rewrites = _rewrites(frame, person, tokens)
+    if not rewrites:
+        return 0
+    changed = F.lit(False)
+    for name, value in rewrites.items():
+        changed = changed | ~F.col(f"`{name}`").eqNullSafe(value)
+    rows = frame.where(changed).count()
+    if rows:
+        DeltaTable.forName(spark, table).update(condition=changed, set={f"`{n}`": v for n, v in rewrites.items()})
+    return rows
+
+
+# ---- 3. vacuum -------------------------------------------------------------------------------
+
+
+def vacuum(spark: SparkSession, table: str, retain_hours: int) -> None:
+    """``VACUUM`` with a retention under Delta's 7-day check, the check off for this call only."""
+    before = spark.conf.get(RETENTION_CHECK, "true")
+    spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        spark.sql(f"VACUUM {table} RETAIN {int(retain_hours)} HOURS")
+    finally:
+        spark.conf.set(RETENTION_CHECK, before)
+
+
+# ---- 4. the readers of bronze ----------------------------------------------------------------
+
+
+def require_promoted(spark: SparkSession, cfg: Config) -> None:
+    """Every bronze row is in silver already: the versions that added unpromoted rows would be
+    read again after the erasure rewrote (and the vacuum removed) their files."""
+    t = tables(cfg)
+    behind = []
+    for family in FAMILIES:
+        source = t.bronze_raw(family)
+        if spark.catalog.tableExists(source) and table_version(spark, source) > last_promoted(spark, t, family):
+            behind.append(source)
+    if spark.catalog.tableExists(t.writeback_raw) and _writeback_pending(spark, t):
+        behind.append(t.writeback_raw)
+    if behind:
+        raise EraseError(f"{', '.join(behind)} hold rows silver has not promoted yet: run "
+                         "`auditlake refresh --layers silver` first, then erase (nothing changed)")
+
+
+def _writeback_pending(spark: SparkSession, t: Tables) -> bool:
+    if not spark.catalog.tableExists(t.writeback_audit):
+        return True
+    raw = spark.table(t.writeback_raw)
+    ids = spark.table(t.writeback_audit).select(F.col("id").alias("_id"))
+    quarantined = spark.table(t.writeback_quarantine).select("bronze_id")
+    pending = (raw.join(quarantined, "bronze_id", "left_anti")
+               .join(ids, F.lower(F.trim("ID")) == F.col("_id"), "left_anti"))
+    return pending.limit(1).count() > 0
+
+
+def move_silver_past(spark: SparkSession, cfg: Config, erasure_id: str) -> None:
+    """Record, per family, a promotion of no rows up to bronze's current version: the erasure's
+    commits are updates of rows silver has, and their change data is gone after the vacuum."""
+    t = tables(cfg)
+    rows = [(erasure_id, family, table_version(spark, t.bronze_raw(family)), 0, 0, 0, 0)
+            for family in FAMILIES if spark.catalog.tableExists(t.bronze_raw(family))]
+    if rows and spark.catalog.tableExists(t.silver_batches):
+        frame = spark.createDataFrame(rows, "silver_run_id string, family string, batch_id long, bronze_rows long, "
+                                            "inserted long, duplicates long, quarantined long")
+        frame.withColumn("processed_at", F.current_timestamp()).write.format("delta").mode("append").saveAsTable(
+            t.silver_batches)
+
+
+# ---- the whole erasure ------------------------------------------------------------------------
+
+
+def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None,
+                 log=print) -> ErasureReport:
+    """Pseudonymise the person with LUID or e-mail ``user`` in every table, vacuum, record it.
+    The caller holds the refresh lock."""
+    erasure_id = f"erase-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    require_promoted(spark, cfg)
+    person = resolve_person(spark, cfg, user)
+    tokens = {value: token_for(value, salt) for value in person.identifiers()}
+    log(f"erase {erasure_id}: {len(tokens)} identifiers of the {person.kind} given, "
+        f"in {len(person.keys)} keys and {len(person.names)} names")
+    gold_was_current = gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg)
+    retain = cfg.get("erase.vacuum_retain_hours")
+    rows_by_table, vacuumed = {}, []
+    for table in erasable_tables(spark, cfg):
+        rows = pseudonymise_table(spark, table, person, tokens)
+        if rows:
+            rows_by_table[table] = rows
+            vacuum(spark, table, retain)
+            vacuumed.append(table)
+        log(f"erase: {table}: {rows} rows pseudonymised" + (f", vacuumed (retain {retain} h)" if rows else ""))
+    move_silver_past(spark, cfg, erasure_id)
+    if gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
+        gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))
+    files = scrub_quality_reports(cfg.path("quality.context_dir"), person, tokens)
+    if files:
+        log(f"erase: {files} validation result / Data Docs files under {cfg.path('quality.context_dir')} rewritten")
+    report = ErasureReport(erasure_id, person.kind, sorted(set(tokens.values())), rows_by_table, retain, vacuumed)
+    record_erasure(spark, cfg, report, requested_by or getpass.getuser())
+    log(f"erase {erasure_id}: {report.rows_total} rows in {len(rows_by_table)} tables pseudonymised; "
+        f"recorded in {tables(cfg).erasures}")
+    return report
+
+
+def scrub_quality_reports(context_dir: Path, person: Person, tokens: dict[str, str]) -> int:
+    """GX's stored validation results and Data Docs pages quote a few unexpected values: replace the
+    person's identifiers in those files too. -> files rewritten."""
+    if not context_dir.is_dir():
+        return 0
+    patterns = [(re.compile(re.escape(v), re.IGNORECASE), tokens[v]) for v in person.identifiers()
+                if v.lower() in person.keys]
+    patterns += [(re.compile(r'(?i)(?<=["\'>])' + re.escape(v) + r'(?=["\'<])'), tokens[v])
+                 for v in person.identifiers() if v.lower() not in person.keys]
+    rewritten = 0
+    for path in context_dir.rglob("*"):
+        if not path.is_file() or path.suffix not in (".json", ".html"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        new = text
+        for pattern, token in patterns:
+            new = pattern.sub(token, new)
+        if new != text:
+            path.write_text(new, encoding="utf-8", errors="surrogateescape")
+            rewritten += 1
+    return rewritten
+
+
+def record_erasure(spark: SparkSession, cfg: Config, report: ErasureReport, requested_by: str) -> None:
+    t = tables(cfg)
+    create_table_if_missing(spark, t.erasures, ERASURES_SCHEMA)
+    row = (report.erasure_id, datetime.now(UTC), requested_by, report.identifier_kind, report.tokens,
+           len(report.tokens), report.rows_by_table, report.rows_total, report.vacuum_retain_hours,
+           len(report.tables_vacuumed))
+    spark.createDataFrame([row], ERASURES_SCHEMA).write.format("delta").mode("append").saveAsTable(t.erasures)

@@ -1,0 +1,143 @@
+"""`auditlake erase` on a small lake of its own: one person pseudonymised in every layer, old
+versions vacuumed, the erasure recorded, reconciliation still balanced, a later refresh adds nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from devtools.sample.activity_log import generate_activity_log
+from pipelines.config import LAYER_SCHEMAS, load_config
+from pipelines.delta_util import table_names, table_version
+from pipelines.erase import TOKEN_PREFIX, EraseError, PersonNotFound, erase_person
+from pipelines.reconcile import reconcile, reconcile_files
+from pipelines.refresh import run_refresh
+from pipelines.tables import tables
+from tests.lake import variant_environ
+
+BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
+SALT = "test-salt"
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def _lake_tables(spark, cfg) -> list[str]:
+    out = []
+    for layer in LAYER_SCHEMAS:
+        schema = cfg.get(f"{layer}.schema")
+        if spark.catalog.databaseExists(schema):
+            out += [f"{schema}.{n}" for n in sorted(table_names(spark, schema, views=False))]
+    return out
+
+
+def _rows_holding(spark, table: str, values: list[str], version: int | None = None) -> int:
+    reader = spark.read.format("delta")
+    frame = (reader.option("versionAsOf", version) if version is not None else reader).table(table)
+    text = F.lower(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns])))
+    hit = F.lit(False)
+    for v in values:
+        hit = hit | text.contains(v.lower())
+    return frame.where(hit).count()
+
+
+def _counts(spark, cfg) -> dict[str, int]:
+    return {name: spark.table(name).count() for name in _lake_tables(spark, cfg)
+            if name not in (tables(cfg).refresh_runs, tables(cfg).dq_results)}
+
+
+@pytest.fixture(scope="module")
+def erased(spark, lake_dir, tmp_path_factory):
+    """A lake (site, tenant, write-back) with one person in all three, then that person erased."""
+    export = tmp_path_factory.mktemp("erase_writeback") / "historical_audit.ndjson"
+    environ = variant_environ(lake_dir, "erase")
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
+    cfg = load_config("test", environ=environ)
+    generate_activity_log(cfg.path("paths.landing_dir"), 400, seed=5, days=1)
+    run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet)  # no export file yet: write-back skipped
+    t = tables(cfg)
+    tenant_emails = {r[0].lower() for r in spark.table(t.silver_events("tenant"))
+                     .select("initiating_user_email").distinct().collect() if r[0]}
+    person = next(r for r in spark.table(t.silver_events("site")).where("email IS NOT NULL AND user_luid IS NOT NULL")
+                  .select("email", "user_luid").collect() if r["email"].lower() in tenant_emails)
+    # Write-Back knows users by name: the person (by e-mail) made some of the bundled sample's changes
+    lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
+    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person["email"])) for ln in lines) + "\n",
+                      encoding="utf-8")
+    run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=_quiet)
+    values = [person["email"], person["user_luid"]]
+    before = {name: table_version(spark, name) for name in _lake_tables(spark, cfg)}
+    assert _rows_holding(spark, t.writeback_audit, values) > 0, "the person is in write-back"
+    assert _rows_holding(spark, t.bronze_raw("tenant"), values) > 0, "the person is in tenant events"
+
+    with pytest.raises(PersonNotFound, match="no user with email 'nobody@example.com'"):
+        erase_person(spark, cfg, "nobody@example.com", SALT, log=_quiet)
+    unchanged = {name: table_version(spark, name) for name in _lake_tables(spark, cfg)}
+    assert unchanged == before, "a person not found changes nothing"
+
+    report = erase_person(spark, cfg, person["email"], SALT, requested_by="dpo-ticket-17", log=_quiet)
+    return cfg, values, before, report
+
+
+def test_erase_rejects_what_is_not_an_identifier(spark, cfg):
+    with pytest.raises(EraseError, match="give a user LUID"):
+        erase_person(spark, cfg, "just-a-name", SALT, log=_quiet)
+
+
+def test_no_table_holds_the_person_after_erase(spark, erased):
+    cfg, values, _before, report = erased
+    t = tables(cfg)
+    for table in (t.bronze_raw("site"), t.bronze_raw("tenant"), t.writeback_raw, t.silver_events("site"),
+                  t.silver_events("tenant"), t.writeback_audit):
+        assert report.rows_by_table.get(table, 0) > 0, table
+    assert any(name.startswith(t.gold_schema + ".") for name in report.rows_by_table)
+    holding = {name: n for name in _lake_tables(spark, cfg) if (n := _rows_holding(spark, name, values))}
+    assert holding == {}
+    # pseudonymised, not deleted: the tokens stand where the values were, and raw lines are still JSON
+    assert _rows_holding(spark, t.silver_events("site"), [TOKEN_PREFIX]) > 0
+    raw = spark.table(t.bronze_raw("tenant")).where(F.col("raw_line").contains(TOKEN_PREFIX))
+    assert raw.where(F.col("parse_status") == "ok").count() > 0
+    assert raw.where(F.get_json_object("raw_line", "$.eventType").isNull()
+                     & F.get_json_object("raw_line", "$.event_type").isNull()).count() == 0
+
+
+def test_older_versions_are_not_readable(spark, erased):
+    cfg, values, before, report = erased
+    for table in report.tables_vacuumed:
+        try:
+            held = _rows_holding(spark, table, values, version=before[table])
+        except Exception as exc:  # the files of that version are gone
+            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
+                exc), exc
+        else:
+            assert held == 0, table
+
+
+def test_the_erasure_is_recorded_without_the_values(spark, erased):
+    cfg, values, _before, report = erased
+    rows = spark.table(tables(cfg).erasures).where(F.col("erasure_id") == report.erasure_id).collect()
+    assert len(rows) == 1
+    record = rows[0].asDict()
+    assert record["identifier_kind"] == "email" and record["requested_by"] == "dpo-ticket-17"
+    assert record["rows_total"] == report.rows_total > 0
+    assert record["rows_by_table"] == report.rows_by_table
+    assert record["vacuum_retain_hours"] == 0 and all(tok.startswith(TOKEN_PREFIX) for tok in record["tokens"])
+    assert not any(v.lower() in json.dumps(record, default=str).lower() for v in values)
+
+
+def test_reconcile_balances_and_a_refresh_adds_nothing(spark, erased):
+    cfg, values, _before, _report = erased
+    assert all(r.balanced for r in reconcile(spark, cfg))
+    assert reconcile_files(spark, cfg).balanced
+    counts_before = _counts(spark, cfg)
+    after = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=_quiet)
+    assert sum(p.bronze_rows for p in after.silver) == 0
+    assert getattr(after.writeback.get("bronze"), "rows_landed", 0) == 0
+    assert after.gold_skipped, "gold got the erasure too: nothing it reads changed"
+    assert _counts(spark, cfg) == counts_before
+    assert all(r.balanced for r in reconcile(spark, cfg)) and reconcile_files(spark, cfg).balanced
+    assert _rows_holding(spark, tables(cfg).silver_events("site"), values) == 0
