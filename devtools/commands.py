@@ -15,16 +15,17 @@ from pipelines.config import Config
 
 
 def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, dirty: bool,
-                           layout: str) -> dict:
+                           layout: str, live_feed: bool = False) -> dict:
     from devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
     summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=log,
-                                    layout=layout)
+                                    layout=layout, live_feed=live_feed)
     log(
         f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
         f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
         + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
+        + ("; with the live feed's additions" if live_feed else "")
     )
     return summary
 
@@ -32,7 +33,8 @@ def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
-    _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout)
+    _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout,
+                           live_feed=args.live_feed)
     return 0
 
 
@@ -55,7 +57,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     else:
         _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
                                iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
-                               layout=cfg.get("generate.layout"))
+                               layout=cfg.get("generate.layout"), live_feed=True)  # what the registry knows
     refresh(cfg, list(LAYERS), summary=True)
     return 0
 
@@ -88,6 +90,9 @@ def register(sub) -> None:
     p.add_argument("--layout", choices=list(LAYOUTS), default="auditlake",
                    help="auditlake: site/ and tenant/ folders; date_first / schema_first: Tableau's own trees "
                         "(pod=…/siteLuid=…/…, tenant files without siteLuid=)")
+    p.add_argument("--live-feed", action="store_true",
+                   help="also what the live feed carries beyond the bundled references (eventOutcome, "
+                        "eventProcessedTime, vizql_http_request, bridge_job)")
     p.set_defaults(func=cmd_generate_activity_log)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")

@@ -7,6 +7,7 @@
     auditlake sql "SELECT ..." [--format table|csv|json]
     auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
+    auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
@@ -197,6 +198,26 @@ def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
     return 0 if all(r.balanced for r in results) and (files is None or files.balanced) else 1
 
 
+def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
+    """Under the refresh lock: a refresh's silver step does the same first (pipelines/refresh.py)."""
+    from pipelines.activity_log.silver.replay import replay_quarantine
+    from pipelines.activity_log.silver.views import ensure_event_views
+    from pipelines.refresh import new_run_id
+    from pipelines.spark_session import build_spark
+    from pipelines.tables import tables
+
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        spark = build_spark(cfg)
+        results = replay_quarantine(spark, cfg, new_run_id(), log=log)
+        for r in results:
+            if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
+                ensure_event_views(spark, tables(cfg), r.family, log=log)
+    total = sum(r.replayed for r in results)
+    log(f"replay-quarantine: {total} rows replayed" if total else
+        "replay-quarantine: no quarantined row is of an event type the registry knows")
+    return 0
+
+
 def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
     """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way."""
     from pipelines.config import secret
@@ -299,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
     p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser("replay-quarantine",
+                       help="move quarantined rows of event types the registry has learnt since into silver, once")
+    p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a running refresh")
+    p.set_defaults(func=cmd_replay_quarantine)
 
     p = sub.add_parser("erase", help="pseudonymise one person's identifiers in every layer, then vacuum old "
                                      "file versions (GDPR Article 17); recorded in ops.erasures")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.activity_log import bronze
-from pipelines.activity_log.silver import promote
+from pipelines.activity_log import bronze, feed
+from pipelines.activity_log.silver import promote, replay
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.analyst_views import analyst_views_current, publish_analyst_views
@@ -41,6 +41,7 @@ class RefreshReport:
     layers: list[str]
     bronze: list[bronze.LandingResult] = field(default_factory=list)
     silver: list[promote.PromotionResult] = field(default_factory=list)
+    replays: list[replay.ReplayResult] = field(default_factory=list)  # quarantined rows the registry now knows
     data_docs: Path | None = None
     # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
     writeback: dict[str, object] = field(default_factory=dict)
@@ -129,6 +130,7 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
             "rows_out": sum(p.inserted for p in report.silver) + getattr(wb, "inserted", 0),
             "quarantined": sum(p.quarantined for p in report.silver) + getattr(wb, "quarantined", 0),
             "duplicates": sum(p.duplicates for p in report.silver),
+            "detail": f"{sum(r.replayed for r in report.replays)} quarantined rows replayed",
         }
     figures = reconciliation_frame(spark, cfg).agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.gold.statuses.items())) if report.gold else ""
@@ -147,6 +149,10 @@ def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
 def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
     gate = QualityGate(spark, cfg, log=log) if cfg.get("quality.enabled") else None
     try:
+        # First the rows quarantined as unknown_event_type whose type the registry has learnt since: a
+        # deploy that teaches it a type needs no operator step, and these rows, landed earlier, win the
+        # duplicate check against copies of them in this run's new rows.
+        report.replays = replay.replay_quarantine(spark, cfg, report.run_id, log=log, gate=gate)
         report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
     finally:
         if gate is not None:  # the report is built also (above all) when a gate stopped the run
@@ -154,6 +160,7 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; Data Docs: {report.data_docs}")
     report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
+    feed.update_feed_completeness(spark, cfg, log=log)
 
 
 def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
@@ -164,6 +171,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
         if not analyst_views_current(spark, cfg):  # missing, or made for other auditors
             publish_analyst_views(spark, cfg, log=log)
+        feed.log_quiet_sites(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)
     # silver rows promoted before the last successful gold build were tested by it
@@ -179,6 +187,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)
     publish_analyst_views(spark, cfg, log=log)
     gold_inputs.record_built(spark, cfg, inputs)
+    feed.log_quiet_sites(spark, cfg, log=log)
 
 
 def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
@@ -221,6 +230,13 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
             ).first()
             out.append((table, row["n"], f"{row['types']} event types, {row['rescued']} rows with _rescued_data"))
     out += _quarantine_by_reason(spark, t.quarantine)
+    if spark.catalog.tableExists(t.quarantine_replays):
+        row = spark.sql(
+            f"SELECT coalesce(sum(replayed), 0) AS n, count(*) AS replays FROM {t.quarantine_replays}"
+        ).first()
+        out.append(
+            (t.quarantine_replays, row["n"], f"rows moved from quarantine to silver in {row['replays']} replays")
+        )
     if spark.catalog.tableExists(t.duplicates):
         out.append((t.duplicates, spark.table(t.duplicates).count(), "copies removed, kept for audit"))
     if spark.catalog.tableExists(t.writeback_raw):

@@ -49,6 +49,10 @@ class Tables:
         return f"{self.ops_schema}.silver_batches"
 
     @property
+    def quarantine_replays(self) -> str:
+        return f"{self.ops_schema}.quarantine_replays"
+
+    @property
     def writeback_raw(self) -> str:
         return f"{self.bronze_schema}.writeback_audit_raw"
 
@@ -59,6 +63,11 @@ class Tables:
     @property
     def writeback_quarantine(self) -> str:
         return f"{self.silver_schema}.writeback_quarantine"
+
+    @property
+    def feed_completeness(self) -> str:
+        """Per family × site × delivery hour (pipelines/activity_log/feed.py)."""
+        return f"{self.ops_schema}.feed_completeness"
 
     @property
     def writeback_watermarks(self) -> str:

@@ -28,10 +28,11 @@ def test_committed_registry_is_what_the_references_give():
 def test_counts_per_family_and_edition():
     site = event_specs("site")
     tenant = event_specs("tenant")
-    assert len(site) == 209
+    assert len(site) == 211  # 209 from the references, 2 from the live-feed additions
     assert sum("legacy" in s.editions for s in site) == 55
+    assert sum("live_feed" in s.editions for s in site) == 2
     assert len(tenant) == 35
-    assert len(common_attributes("site")) == 9
+    assert len(common_attributes("site")) == 12  # 9 + eventOutcome, eventOutcomeReason, eventProcessedTime
     assert len(common_attributes("tenant")) == 19
 
 

@@ -198,6 +198,8 @@ def _expected(value, spark_type: str):
         return float(value)
     if spark_type == "boolean":
         return bool(value)
+    if spark_type == "timestamp":
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
     return value if isinstance(value, str) else json.dumps(value)
 
 

@@ -36,6 +36,10 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
         "failed_login_burst_failures": cfg.get("gold.failed_login_burst.failures"),
         "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
         "inactive_user_days": cfg.get("gold.inactive_user_days"),
+        "ops_schema": cfg.get("ops.schema"),
+        "feed_baseline_days": cfg.get("feed.baseline_days"),
+        "feed_usual_share": cfg.get("feed.usual_share"),
+        "feed_report_days": cfg.get("feed.report_days"),
     }
     if tests_since:  # staging and incremental-mart tests check rows promoted after this (macros/test_scope.sql)
         out["tests_since"] = tests_since

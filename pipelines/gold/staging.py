@@ -131,7 +131,7 @@ def _descriptions(family: str, event_type: str) -> dict[str, str]:
     plan = family_plan(family)
     out = {c.column: "" for c in plan.common}
     for attr in spec.attributes:
-        out[column_name(attr.name)] = attr.description
+        out[attr.column or column_name(attr.name)] = attr.description
     return {k: v for k, v in out.items() if v}
 
 

@@ -32,6 +32,7 @@ def generate_activity_log(
     dirty: bool = False,
     progress: Callable[[str], None] | None = None,
     layout: str = "auditlake",
+    live_feed: bool = False,
 ) -> dict:
     """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
 
@@ -55,6 +56,11 @@ def generate_activity_log(
     ``start`` (default 2026-06-01T00:00:00Z; naive values are taken as UTC) and ``days`` give
     the window of event times. Same arguments, same bytes.
 
+    ``live_feed`` adds what the live feed carries beyond the bundled references (the registry's
+    ``live_feed`` edition): ``eventOutcome``, ``eventOutcomeReason`` and ``eventProcessedTime`` on
+    every current-edition site record, ``vizql_http_request`` records for the views of sign-in
+    sessions and ``bridge_job`` runs beside some background jobs. Off, the output is what it was.
+
     Summary: ``files``, ``gzip_files``, ``lines`` (every physical line: the count of ``\\n``
     bytes of the decompressed file, plus one for a final line without a newline),
     ``records`` (JSON records written, duplicates included), ``bytes`` (on disk),
@@ -67,7 +73,7 @@ def generate_activity_log(
         start = start.replace(tzinfo=UTC)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return Generator(out, int(events), seed, start, days, dirty, progress, layout).run()
+    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed).run()
 
 
 __all__ = [

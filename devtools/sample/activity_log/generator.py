@@ -9,11 +9,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.activity_log.registry import event_specs
-
 from . import stories
 from .dirty import DIRTY_KINDS, FileDirt, RecordDirt, per_kind_target
-from .records import render, resolve, specs_by_type, subject_kind
+from .records import generated_specs, render, resolve, subject_kind
 from .values import DAY_US, HOUR_US, Ctx, iso, new_uuid, time_variant, to_us
 from .world import build_world
 from .writer import PartitionWriter
@@ -129,6 +127,7 @@ class Generator:
         dirty: bool,
         progress: Callable[[str], None] | None,
         layout: str = "auditlake",
+        live_feed: bool = False,
     ) -> None:
         if events < 0 or days < 1:
             raise ValueError("events must be >= 0 and days >= 1")
@@ -139,7 +138,8 @@ class Generator:
         self.start_us = to_us(start)
         self.end_us = self.start_us + days * DAY_US
         self.hours = days * 24
-        self.specs = specs_by_type()
+        self.live_feed = live_feed  # also what the live feed adds to the references (--live-feed)
+        self.specs = generated_specs(live_feed)
         self.enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
         self.iso = iso
         self.stats = Stats()
@@ -214,7 +214,7 @@ class Generator:
         c.trace = trace
         if c.actor is None:
             self.resolve(c, family, et)
-        rec = render(spec, c, "full" if full else edition, shape)
+        rec = render(spec, c, "full" if full else edition, shape, live_feed=self.live_feed)
         partition = c.site.luid if family == "site" else self.world.tenant.id
         self.put(rec, family, partition, et, c.us, shape, edition)
         self.produced += 1
@@ -271,7 +271,7 @@ class Generator:
         straddles = 2 <= cut <= hours - 3
         before, after = (range(0, cut - 1), range(cut + 1, hours)) if straddles else (range(hours),) * 2
         coverage: dict[int, list] = {}
-        for spec in event_specs():
+        for spec in self.specs.values():
             span = (
                 before if spec.deprecated else after if spec.event_type in self.replacements else range(hours)
             )

@@ -13,6 +13,11 @@ attributes; ``legacy`` (site only) = ``actorUserId``, ``eventTime``, ``siteLuid`
 + the event's legacy attributes (``isError``, ``impersonatedUserId``,
 ``serviceName``, ``traceUuid`` ... as the registry lists them); ``full`` = the
 union of both plus the common attributes (used for registry coverage).
+
+What the registry learnt from the live feed (edition ``live_feed``: three common site attributes,
+``vizql_http_request``, ``bridge_job``) is left out unless asked for (``live_feed=True``, the
+generator's ``--live-feed``), so the default output stays what it was; a live-feed event type
+asked for by name carries its attributes and the live common ones.
 """
 
 from __future__ import annotations
@@ -55,7 +60,20 @@ _KIND_BY_LUID = (
     ("published_connection", "publishedConnectionLuid"),
     ("dqi", "dataQualityIndicatorLuid"),
 )
-_SPEC_TYPES = {"int": "int", "bigint": "bigint", "boolean": "boolean", "double": "double", "string": "string"}
+_SPEC_TYPES = {"int": "int", "bigint": "bigint", "boolean": "boolean", "double": "double", "string": "string",
+               "timestamp": "timestamp"}
+LIVE_FEED = "live_feed"  # the registry's edition of what the live feed adds to the references
+
+
+def live_feed_only(spec) -> bool:
+    """An event type only the live feed documents (not in the bundled references)."""
+    return LIVE_FEED in spec.editions and not ({"current", "legacy"} & set(spec.editions))
+
+
+def generated_specs(live_feed: bool = False) -> dict:
+    """{(family, event_type): EventSpec} the generator writes: the references' types, and the
+    live feed's with ``live_feed``."""
+    return {k: s for k, s in specs_by_type().items() if live_feed or not live_feed_only(s)}
 
 
 @cache
@@ -71,9 +89,9 @@ def subject_kind(family: str, event_type: str) -> str:
     names = {a.name for a in spec.attributes}
     if family == "tenant":
         return "tenant"
-    if event_type == "background_job":
+    if event_type in ("background_job", "bridge_job"):
         return "job"
-    if "viewLuid" in names and "sheetId" in names:
+    if "viewLuid" in names and ("sheetId" in names or "vizqlSessionId" in names):
         return "view"
     for kind, attr in _KIND_BY_LUID:
         if attr in names:
@@ -199,11 +217,15 @@ class Template:
         return {n: g(c) for n, g in self.items}
 
 
-def attribute_list(spec, edition: str) -> list[tuple[str, str]]:
-    """``[(name, spark_type)]`` a record of ``spec`` carries in ``edition`` (or ``full``)."""
-    common = [(a.name, a.spark_type) for a in common_attributes(spec.family)]
-    if edition == "current":
-        own = [(a.name, a.spark_type) for a in spec.attributes if "current" in a.editions]
+def attribute_list(spec, edition: str, live_feed: bool = False) -> list[tuple[str, str]]:
+    """``[(name, spark_type)]`` a record of ``spec`` carries in ``edition`` (or ``full``); with
+    ``live_feed`` (always for a live-feed event type) the live feed's additions too. The edition
+    ``live_feed`` is ``current`` with the additions."""
+    live = live_feed or edition == LIVE_FEED or LIVE_FEED in spec.editions
+    common = [(a.name, a.spark_type) for a in common_attributes(spec.family) if live or LIVE_FEED not in a.editions]
+    if edition in ("current", LIVE_FEED):
+        own = [(a.name, a.spark_type) for a in spec.attributes
+               if "current" in a.editions or (live and LIVE_FEED in a.editions)]
         return common + [x for x in own if x[0] not in dict(common)]
     if edition == "legacy":
         if "legacy" not in spec.editions:
@@ -220,12 +242,13 @@ def attribute_list(spec, edition: str) -> list[tuple[str, str]]:
 _templates: dict = {}
 
 
-def template(spec, edition: str) -> Template:
-    key = (spec.family, spec.event_type, edition)
+def template(spec, edition: str, live_feed: bool = False) -> Template:
+    key = (spec.family, spec.event_type, edition, live_feed)
     t = _templates.get(key)
     if t is None:
         items = [
-            (n, compile_getter(spec.family, n, _SPEC_TYPES[st])) for n, st in attribute_list(spec, edition)
+            (n, compile_getter(spec.family, n, _SPEC_TYPES[st]))
+            for n, st in attribute_list(spec, edition, live_feed)
         ]
         t = _templates[key] = Template(spec.family, spec.event_type, edition, items)
     return t
@@ -253,11 +276,11 @@ def shape_record(
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def render(spec, c: Ctx, edition: str = "current", shape: str = "flat") -> dict:
+def render(spec, c: Ctx, edition: str = "current", shape: str = "flat", live_feed: bool = False) -> dict:
     """One record of ``spec`` from a resolved context."""
     c.event_type = spec.event_type
     c.family = spec.family
-    t = template(spec, edition)
+    t = template(spec, edition, live_feed)
     return shape_record(spec.event_type, t.attrs(c), shape, c.us, c.rng, c.trace)
 
 
@@ -284,7 +307,7 @@ def build_record(
 
     ``world`` defaults to the seed-42 world; entities are drawn from it with ``rng``.
     """
-    if edition not in ("current", "legacy"):
+    if edition not in ("current", "legacy", LIVE_FEED):
         raise ValueError(f"unknown edition {edition!r}")
     if edition == "legacy" and (spec.family != "site" or "legacy" not in spec.editions):
         raise ValueError(f"{spec.family}/{spec.event_type} has no legacy edition")
@@ -292,13 +315,14 @@ def build_record(
     return render(spec, c, edition, shape)
 
 
-def full_record(spec, rng: random.Random, edition: str = "current", world: World | None = None) -> dict:
+def full_record(spec, rng: random.Random, edition: str | None = None, world: World | None = None) -> dict:
     """A flat record carrying the union of every attribute of every edition of ``spec``
-    plus the family's common attributes (``edition`` only validates the request)."""
-    if edition not in spec.editions:
+    plus the family's common attributes, the live feed's included (``edition`` only validates
+    the request)."""
+    if edition is not None and edition not in spec.editions:
         raise ValueError(f"{spec.event_type} has no {edition} edition")
     c = _context(spec, rng, world)
-    return render(spec, c, "full", "flat")
+    return render(spec, c, "full", "flat", live_feed=True)
 
 
 __all__ = [
@@ -311,6 +335,8 @@ __all__ = [
     "attribute_list",
     "shape_record",
     "specs_by_type",
+    "generated_specs",
+    "live_feed_only",
     "pick_actor",
     "HOUR_US",
 ]

@@ -69,6 +69,12 @@ def session(g, site, t0: int) -> int:
             wb = rng.choice(wbs)
         c.us, c.subject = t, rng.choice(wb.children)
         g.emit("hist_access_view", c)
+        if g.live_feed:  # the browser's requests to the view, from the user's address and browser
+            for _ in range(rng.randint(1, 3)):
+                c.us += rng.randint(200, 4000) * 1000
+                c.job = {"duration": rng.randint(40, 3000)}  # milliseconds
+                g.emit("vizql_http_request", c, edition="current")
+            c.us, c.job = t, None
         if rng.random() < 0.04:
             t += rng.randint(2, 60) * SEC
             c.us, c.subject = t, rng.choice(site.content["datasource"])
@@ -150,7 +156,28 @@ def background_job(g, site, t0: int, task=None, fail: bool | None = None) -> int
     elif task.type == "FlowRunTask":
         g.emit("hist_run_flow_scheduled", c)
         n += 1
+    if g.live_feed and obj.kind == "datasource" and task.type == "RefreshExtractTask" and rng.random() < 0.5:
+        n += bridge_job(g, site, t0 + rng.randint(1, 120) * SEC, task)
     return n
+
+
+def bridge_job(g, site, t0: int, task) -> int:
+    """bridge_job InProgress -> Success|Failed: a refresh Tableau Bridge runs on the customer's network."""
+    rng = g.rng
+    failed = rng.random() < task.fail_rate
+    run = rng.randint(30, 1200) * SEC + _jitter(g)
+    job = {"id": g.next_job_id(), "luid": new_uuid(rng), "type": "RefreshExtractsViaBridge", "state": "InProgress",
+           "duration": 0, "notes": ""}
+    c = g.ctx(site, task.creator, t0)
+    c.task, c.subject, c.job = task, task.obj, job
+    g.emit("bridge_job", c, edition="current")
+    c.us = t0 + run
+    job["state"], job["duration"] = ("Failed" if failed else "Success"), run // 1000
+    if failed:
+        job["notes"], job["outcome"] = rng.choice(_ERRORS), "Failure"
+        job["reason"] = "Bridge client could not reach the data source"
+    g.emit("bridge_job", c, edition="current")
+    return 2
 
 
 def token_traffic(g, site, t0: int) -> int:

@@ -292,6 +292,16 @@ def _ip(c: Ctx) -> str:
     return c.ip or c.actor.ip
 
 
+def _stable_uuid(name: str) -> str:
+    """A version-4-shaped UUID that is the same for the same ``name`` (no draw from the seed)."""
+    return str(uuid.UUID(bytes=uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes, version=4))
+
+
+def _vizql_session(c: Ctx) -> str:
+    """One VizQL session per sign-in session and view."""
+    return uuid.uuid5(uuid.NAMESPACE_OID, f"{_session(c)}/{_view(c).luid}").hex.upper()
+
+
 # ---------------------------------------------------------------- getters
 # name -> f(ctx). Values are already of the right JSON type for the usual
 # documented type; compile_getter() fixes the few names documented with two types.
@@ -506,6 +516,32 @@ G: dict = {
     "projectOwnerLuid": lambda c: _task(c).obj.project.owner.luid,
     "siteId": lambda c: c.site.id,
     "timeZone": lambda c: 0,
+    # live feed (--live-feed): the common attributes the bundled site reference lacks
+    "eventOutcome": lambda c: (c.job or {}).get("outcome", "Success"),
+    "eventOutcomeReason": lambda c: (c.job or {}).get("reason", "Completed successfully"),
+    "eventProcessedTime": lambda c: iso_micro(c.us + c.rng.randint(2, 900) * 1_000_000),
+    # live feed: vizql_http_request (a browser's request to a view)
+    "ipAddress": _ip,
+    "userAgent": lambda c: c.actor.user_agent,
+    "method": lambda c: "POST" if c.rng.random() < 0.7 else "GET",
+    "endpointName": lambda c: c.rng.choice(["bootstrapSession", "render-tooltip-server", "select", "get-world-update"]),
+    "referrer": lambda c: f"https://online.tableau.com/#/site/{c.site.url}/views/{_view(c).repo_url}",
+    "requestId": lambda c: new_uuid(c.rng),
+    "requestUri": lambda c: f"/vizql/t/{c.site.url}/w/{_workbook(c).repo_url}/v/{_view(c).name.replace(' ', '')}"
+    f"/sessions/{_vizql_session(c)}",
+    "siteUri": lambda c: c.site.url,
+    "viewName": lambda c: _view(c).name,
+    "viewRepoUrl": lambda c: _view(c).repo_url,
+    "vizqlSessionId": lambda c: _vizql_session(c),
+    "workbookRevision": lambda c: _as_int(lambda c2: _workbook(c2).revision)(c),
+    # live feed: bridge_job (a job Tableau Bridge runs on the customer's network)
+    "bridgeClientComputerName": lambda c: f"BRIDGE-{c.site.url.upper()}-0{1 + _job(c).get('id', 0) % 2}",
+    "bridgeClientDeviceLuid": lambda c: _stable_uuid(f"{c.site.url}-{_job(c).get('id', 0) % 2}"),
+    "bridgeClientOwnerLuid": lambda c: c.site.admins[0].luid,
+    "bridgeClientOwnerName": lambda c: c.site.admins[0].name,
+    "bridgeClientVersion": lambda c: "20243.24.1010.1544",
+    "poolId": lambda c: _stable_uuid(f"{c.site.url}-pool"),
+    "poolName": lambda c: f"{c.site.url} pool",
     # site storage
     "totalStorageQuotaLimit": lambda c: 1_099_511_627_776,
     "totalStorageQuotaUsed": lambda c: 412_316_860_416 + (c.us // 1_000_000) % 2_000_000_000,
@@ -668,5 +704,5 @@ def compile_getter(family: str, name: str, spark_type: str):
     if spark_type in ("int", "bigint"):
         return f if name not in ("contentVersion",) else _as_int(f)
     if spark_type == "string":
-        return f if name not in ("contentVersion", "revision") else _as_str(f)
+        return f if name not in ("contentVersion", "revision", "siteId") else _as_str(f)
     return f

@@ -24,6 +24,7 @@ class AttributeSpec:
     description: str
     editions: tuple[str, ...]
     codes: tuple[tuple[int, str], ...] = ()  # documented code -> meaning, where the reference spells it out
+    column: str | None = None  # a silver column of its own (an added attribute whose type differs from the references')
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
             a["description"],
             tuple(a["editions"]),
             tuple((int(k), v) for k, v in a.get("codes", {}).items()),
+            a.get("column"),
         )
         for a in raw
     )

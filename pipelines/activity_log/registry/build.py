@@ -10,6 +10,9 @@ The references come in two layouts:
   "The <name> event is logged when ..." (or "The legacy ... from historical_events").
 - the legacy site edition: space-separated ``name type description`` rows.
 Quirks handled here are listed in ``normalise_type`` and ``_fix_nameless_row``.
+
+A second, smaller source sits beside this module: ``live_feed_additions.yaml``, what the live feed
+carries beyond the references (``merge_additions``; its entries get the edition ``live_feed``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from pipelines.activity_log.registry import REGISTRY_PATH
+
+ADDITIONS_PATH = Path(__file__).with_name("live_feed_additions.yaml")
+LIVE_FEED = "live_feed"  # the edition of everything the additions add
 
 SOURCES = {
     "site_current": "activity-log-site-events.en.txt",
@@ -43,10 +51,12 @@ _TYPE_MAP = {
     "booleano": "boolean",
     "float": "double",
     "double": "double",
+    # only the live-feed additions use it (the references document times as strings)
+    "timestamp": "timestamp",
 }
 _TYPE_WORDS = set(_TYPE_MAP) | {"string", "sring", "cadena"}
 # When editions disagree, the wider type wins so no documented value is lost.
-_TYPE_WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "string": 4}
+_TYPE_WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "timestamp": 4, "string": 5}
 
 _HEADER_RE = re.compile(r"^(Attribute Name|Nombre del atributo) \| (Type|Tipo) \| (Description|Descripción) \|$")
 _EVENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -271,13 +281,71 @@ def _merge_family(
     return result
 
 
-def reference_checksums(reference_dir: Path) -> dict[str, str]:
-    """SHA-256 of each reference text the registry is built from, by file name."""
-    return {name: hashlib.sha256((reference_dir / name).read_bytes()).hexdigest() for name in SOURCES.values()}
+def reference_checksums(reference_dir: Path, additions: Path = ADDITIONS_PATH) -> dict[str, str]:
+    """SHA-256 of each reference text the registry is built from, by file name, and of the
+    live-feed additions."""
+    sums = {name: hashlib.sha256((reference_dir / name).read_bytes()).hexdigest() for name in SOURCES.values()}
+    sums[additions.name] = hashlib.sha256(additions.read_bytes()).hexdigest()
+    return sums
 
 
-def build_registry(reference_dir: Path) -> dict:
-    """Parse every reference text under ``reference_dir`` into the registry dict."""
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def merge_additions(families: dict, additions: dict) -> None:
+    """Merge the live-feed additions into the families parsed from the references, in place.
+
+    Added common attributes, event types and attributes get the edition ``live_feed``. An added
+    attribute whose type differs from the one the references give that name in the family (bridge_job's
+    string ``siteId`` against background_job's integer one) gets a column of its own,
+    ``<column>_<spark type>`` (``column`` in the registry): silver's wide column keeps its type."""
+    for family, added in additions.items():
+        fam = families[family]
+        documented: dict[str, set[str]] = {}
+        for a in fam["common_attributes"]:
+            documented.setdefault(a["name"], set()).add(a["spark_type"])
+        for ev in fam["events"].values():
+            for a in ev["attributes"]:
+                documented.setdefault(a["name"], set()).add(a["spark_type"])
+
+        def attr(raw: dict, documented: dict[str, set[str]] = documented) -> dict:
+            out = _attr_dict(Attribute(raw["name"], raw["type"], raw.get("description", "")), [LIVE_FEED])
+            if documented.get(out["name"], {out["spark_type"]}) != {out["spark_type"]}:
+                out["column"] = f"{_snake_case(out['name'])}_{out['spark_type']}"
+            return out
+
+        common_names = {a["name"] for a in fam["common_attributes"]}
+        for raw in added.get("common_attributes", []):
+            owners = sorted(e for e, ev in fam["events"].items()
+                            if any(a["name"] == raw["name"] for a in ev["attributes"]))
+            if raw["name"] in common_names or owners:
+                raise ValueError(f"{family} common attribute {raw['name']} is already documented "
+                                 f"({owners or 'common'})")
+            fam["common_attributes"].append(attr(raw))
+        fam["common_attributes"].sort(key=lambda a: a["name"])
+        common_names = {a["name"] for a in fam["common_attributes"]}
+        for name, raw in added.get("events", {}).items():
+            entry = fam["events"].setdefault(name, {
+                "event_type": name, "description": " ".join(raw["description"].split()), "editions": [],
+                "attributes": [], "aliases": [], "deprecated": False, "replaced_by": None,
+            })
+            entry["editions"].append(LIVE_FEED)
+            known = {a["name"]: a for a in entry["attributes"]}
+            for raw_attr in raw.get("attributes", []):
+                if raw_attr["name"] in common_names:
+                    continue  # recorded once, on the family
+                if raw_attr["name"] in known:
+                    known[raw_attr["name"]]["editions"].append(LIVE_FEED)
+                else:
+                    entry["attributes"].append(attr(raw_attr))
+            entry["attributes"].sort(key=lambda a: a["name"])
+        fam["events"] = dict(sorted(fam["events"].items()))
+
+
+def build_registry(reference_dir: Path, additions: Path = ADDITIONS_PATH) -> dict:
+    """Parse every reference text under ``reference_dir`` into the registry dict, then merge the
+    live-feed additions."""
     read = lambda key: (reference_dir / SOURCES[key]).read_text(encoding="utf-8")  # noqa: E731
     site_common, site_events = parse_pipe_tables(read("site_current"))
     legacy_events = parse_legacy(read("site_legacy"))
@@ -293,12 +361,12 @@ def build_registry(reference_dir: Path) -> dict:
         if name in es_by_name:
             entry["description_es"] = es_by_name[name]
 
-    return {
+    registry = {
         "registry_version": 1,
-        "sources": {k: v for k, v in SOURCES.items()},
+        "sources": {**SOURCES, LIVE_FEED: additions.name},
         # what the registry was built from: a test compares these with the references beside the
-        # project, so a changed reference cannot pass unnoticed
-        "source_sha256": reference_checksums(reference_dir),
+        # project and the additions, so a changed source cannot pass unnoticed
+        "source_sha256": reference_checksums(reference_dir, additions),
         "families": {
             "site": {
                 "common_attributes": [_attr_dict(a, ["current"]) for a in site_common],
@@ -310,6 +378,8 @@ def build_registry(reference_dir: Path) -> dict:
             },
         },
     }
+    merge_additions(registry["families"], yaml.safe_load(additions.read_text(encoding="utf-8")))
+    return registry
 
 
 def render(registry: dict) -> str:

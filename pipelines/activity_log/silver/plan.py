@@ -9,6 +9,7 @@ to its documented types. This module turns the registry into those columns.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
@@ -16,7 +17,7 @@ from pipelines.activity_log.registry import common_attributes, event_specs
 
 # When one attribute name has different documented types across event types, the
 # wide column takes the widest; each view casts back to its event's own type.
-_WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "string": 4}
+_WIDTH = {"boolean": 0, "int": 1, "bigint": 2, "double": 3, "timestamp": 4, "string": 5}
 # Site attributes that exist only in the current edition's common set: a record carrying
 # none of them, of a type the legacy edition documents, was written under the legacy schema.
 CURRENT_ONLY_COMMON = (
@@ -63,7 +64,7 @@ def column_name(attribute: str) -> str:
 
 def widest_type(types: set[str]) -> str:
     """One type for values documented with ``types`` (the wide column's; a staging CASE's)."""
-    if len(types) > 1 and "boolean" in types:
+    if len(types) > 1 and ("boolean" in types or "timestamp" in types):
         return "string"
     return max(types, key=_WIDTH.__getitem__)
 
@@ -115,25 +116,30 @@ class FamilyPlan:
 def family_plan(family: str) -> FamilyPlan:
     specs = event_specs(family)
     common = tuple(
-        ColumnPlan(a.name, column_name(a.name), a.spark_type, True, (), a.codes) for a in common_attributes(family)
+        ColumnPlan(a.name, a.column or column_name(a.name), a.spark_type, True, (), a.codes)
+        for a in common_attributes(family)
     )
-    by_name: dict[str, list[tuple[str, str]]] = {}
+    # (wire name, column): an attribute the registry gives a column of its own (the live feed's
+    # string siteId beside the references' integer one) is a column apart, read from the same name.
+    by_column: dict[tuple[str, str], list[tuple[str, str]]] = {}
     codes: dict[str, tuple] = {}
     for spec in specs:
         for attr in spec.attributes:
-            by_name.setdefault(attr.name, []).append((spec.event_type, attr.spark_type))
+            key = (attr.name, attr.column or column_name(attr.name))
+            by_column.setdefault(key, []).append((spec.event_type, attr.spark_type))
             if attr.codes:
                 codes.setdefault(attr.name, attr.codes)
     attributes = tuple(
         ColumnPlan(
-            name, column_name(name), widest_type({t for _, t in pairs}), False, tuple(sorted(pairs)),
+            name, column, widest_type({t for _, t in pairs}), False, tuple(sorted(pairs)),
             codes.get(name, ()),
         )
-        for name, pairs in sorted(by_name.items())
+        for (name, column), pairs in sorted(by_column.items())
     )
     clash = [c.column for c in common + attributes if c.column in RESERVED_COLUMNS and c.attribute != "eventTime"]
+    clash += [col for col, n in Counter(c.column for c in common + attributes).items() if n > 1]
     if clash:
-        raise ValueError(f"attribute columns clash with silver's own columns: {clash}")
+        raise ValueError(f"attribute columns clash with silver's own columns or with each other: {clash}")
     common_names = tuple(c.attribute for c in common)
     return FamilyPlan(
         family=family,

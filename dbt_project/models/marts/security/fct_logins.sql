@@ -4,7 +4,7 @@ with site_logins as (
     {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['client_id', 'string'],
-        ['silver_ingest_ts', 'timestamp']
+        ['event_outcome', 'string'], ['event_outcome_reason', 'string'], ['silver_ingest_ts', 'timestamp']
     ]) }}
 ),
 
@@ -18,8 +18,9 @@ tenant_logins as (
     ]) }}
 ),
 
--- A site sign-in record is only written for a sign-in that succeeded; the site log does not
--- say how the user authenticated unless a personal access token was used.
+-- The bundled site reference documents sign-in records only for sign-ins that succeeded; the live
+-- feed adds eventOutcome (and its reason) to every site event: a record without one succeeded.
+-- The site log does not say how the user authenticated unless a personal access token was used.
 site_shaped as (
     select
         event_id,
@@ -31,8 +32,9 @@ site_shaped as (
         cast(null as string) as tenant_user_id,
         cast(null as string) as user_email,
         case when event_type = 'hist_login_with_pat' then 'pat' else 'unspecified' end as login_method,
-        'success' as outcome,
-        cast(null as string) as outcome_reason,
+        case when event_outcome is null or lower(event_outcome) = 'success' then 'success' else 'failure' end
+            as outcome,
+        event_outcome_reason as outcome_reason,
         cast(null as string) as ip_address,
         cast(null as string) as user_agent,
         cast(null as string) as session_id,

@@ -1,0 +1,132 @@
+"""What the live feed carries beyond the bundled references (issue 16): the registry's second source
+typed through silver into gold, and quarantined rows of event types the registry learns replayed once."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pyspark.sql import functions as F
+
+import pipelines.activity_log.registry as registry
+from devtools.sample.activity_log import generate_activity_log
+from pipelines.activity_log.silver import replay
+from pipelines.activity_log.silver.plan import family_plan
+from pipelines.activity_log.silver.transform import UNKNOWN_EVENT_TYPE
+from pipelines.config import load_config
+from pipelines.reconcile import reconcile_family
+from pipelines.refresh import run_refresh
+from pipelines.tables import tables
+from tests.lake import variant_environ
+
+LIVE_TYPES = ("vizql_http_request", "bridge_job")
+pytestmark = pytest.mark.spark
+
+
+def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, lake_dir):
+    cfg = load_config("test", environ=variant_environ(lake_dir, "live"))
+    summary = generate_activity_log(cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True)
+    assert set(LIVE_TYPES) <= set(summary["event_types"])
+    run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=lambda _m: None)
+    t = tables(cfg)
+
+    site = spark.table(t.silver_events("site"))
+    types = dict(site.dtypes)
+    current = site.where("edition = 'current'")  # a legacy-edition record carries no live-feed attribute
+    assert types["event_outcome"] == "string" and types["event_processed_time"] == "timestamp"
+    assert types["site_id"] == "int" and types["site_id_string"] == "string"  # one name, two types
+    assert types["job_id"] == "int" and types["job_id_bigint"] == "bigint"
+    row = current.agg(
+        F.count_if(F.col("event_processed_time") > F.col("event_time")).alias("processed_later"),
+        F.count_if(F.col("event_outcome").isNotNull()).alias("outcomes"),
+        F.count_if(F.col("_rescued_data").isNotNull()).alias("rescued"),
+        F.count("*").alias("rows"),
+    ).first()
+    assert row["processed_later"] == row["outcomes"] == row["rows"] > 0
+    assert row["rescued"] == 0 and site.where("_rescued_data IS NOT NULL").count() == 0
+    assert spark.table(t.quarantine).where(F.col("reason") == UNKNOWN_EVENT_TYPE).count() == 0
+
+    requests = spark.table(t.event_view("vizql_http_request"))
+    assert requests.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND duration > 0").count() > 0
+    bridge = spark.table(t.event_view("bridge_job"))
+    assert dict(bridge.dtypes)["site_id_string"] == "string" and bridge.where("site_id_string IS NULL").count() == 0
+
+    access = spark.table(t.gold("fct_content_access")).where("access_kind = 'view_request'")
+    hits = access.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND session_id IS NOT NULL "
+                        "AND content_type = 'view' AND content_luid IS NOT NULL")
+    assert hits.count() == access.count() == requests.count() > 0
+    assert spark.table(t.gold("fct_background_jobs")).where("runner = 'bridge' AND bridge_job_id IS NOT NULL").count()
+    logins = spark.table(t.gold("fct_logins")).where("family = 'site'")
+    assert logins.where("outcome = 'success'").count() == logins.count() > 0
+    assert logins.where("outcome_reason IS NOT NULL").count() > 0  # eventOutcomeReason, where the record has it
+    assert all(r.balanced for r in (reconcile_family(spark, cfg, f) for f in ("site", "tenant")) if r)
+
+
+def _registry_without(types: tuple[str, ...]) -> dict:
+    old = copy.deepcopy(registry.load_registry())
+    for name in types:
+        del old["families"]["site"]["events"][name]
+    return old
+
+
+def _site_counts(spark, t) -> dict[str, int]:
+    silver = spark.table(t.silver_events("site")).where(F.col("event_type").isin(*LIVE_TYPES)).count()
+    quarantined = (spark.table(t.quarantine)
+                   .where((F.col("reason") == UNKNOWN_EVENT_TYPE) & F.col("event_type").isin(*LIVE_TYPES)).count())
+    return {"silver": silver, "quarantined": quarantined}
+
+
+class _Killed(RuntimeError):
+    pass
+
+
+def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their_type(spark, lake_dir, monkeypatch):
+    cfg = load_config("test", environ=variant_environ(lake_dir, "replay"))
+    t = tables(cfg)
+    generate_activity_log(cfg.path("paths.landing_dir"), 200, seed=8, days=1, live_feed=True)
+
+    # landed and promoted by a registry that does not know the live feed's event types yet
+    old = _registry_without(LIVE_TYPES)
+    monkeypatch.setattr(registry, "load_registry", lambda *_a, **_k: old)
+    family_plan.cache_clear()
+    try:
+        run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
+        assert replay.replay_quarantine(spark, cfg, "nothing-known")[0].replayed == 0
+    finally:
+        monkeypatch.undo()
+        family_plan.cache_clear()
+    before = _site_counts(spark, t)
+    assert before["silver"] == 0 and before["quarantined"] > 0
+
+    # the registry learnt them: a replay killed after its appends, before the rows left quarantine ...
+    class KilledDeltaTable:
+        @staticmethod
+        def forName(*_a, **_k):
+            raise _Killed("killed before the quarantine rows were removed")
+
+    monkeypatch.setattr(replay, "DeltaTable", KilledDeltaTable)
+    with pytest.raises(_Killed):
+        replay.replay_quarantine(spark, cfg, "replay-killed")
+    monkeypatch.undo()
+    assert reconcile_family(spark, cfg, "site").accounted_twice == before["quarantined"]
+
+    # ... is redone: every row once in silver (or the duplicates), none left in quarantine
+    results = {r.family: r for r in replay.replay_quarantine(spark, cfg, "replay-redone")}
+    site = results["site"]
+    assert site.replayed == before["quarantined"] == site.inserted + site.duplicates
+    assert site.requarantined == 0 and set(site.event_types) == set(LIVE_TYPES)
+    after = _site_counts(spark, t)
+    assert after == {"silver": site.inserted, "quarantined": 0}
+    silver = spark.table(t.silver_events("site")).where(F.col("event_type").isin(*LIVE_TYPES))
+    assert silver.select("bronze_id").distinct().count() == silver.count()
+    assert silver.where("event_type = 'vizql_http_request' AND ip_address IS NOT NULL").count() > 0
+    reconciled = reconcile_family(spark, cfg, "site")
+    assert reconciled.balanced and reconciled.pending == 0, reconciled
+
+    # a second replay has nothing to do; a refresh neither
+    assert [r.replayed for r in replay.replay_quarantine(spark, cfg, "replay-again")] == [0, 0]
+    report = run_refresh(spark, cfg, ["silver"], log=lambda _m: None)
+    assert sum(r.replayed for r in report.replays) == 0
+    assert _site_counts(spark, t) == after
+    logged = spark.table(t.quarantine_replays).where("family = 'site'").collect()
+    assert [(r["batch_id"], r["replayed"]) for r in logged] == [(1, before["quarantined"])]
