@@ -1,7 +1,7 @@
 -- Hours in which a site usually delivers Activity Log files but did not: the site delivered in
 -- that hour of the day on at least feed_usual_share of the previous feed_baseline_days days (those
 -- since its first delivery), and not this time. Hours run from the site's first delivery to the
--- newest delivery of the whole feed, over the last feed_report_days days (conf/ feed:).
+-- feed's newest complete hour (below), over the last feed_report_days days (conf/ feed:).
 with deliveries as (
     select
         family,
@@ -10,15 +10,33 @@ with deliveries as (
     from {{ source('ops', 'feed_completeness') }}
 ),
 
+sources_per_hour as (
+    select
+        delivery_hour,
+        count(*) as sources
+    from deliveries
+    group by delivery_hour
+),
+
+-- Judged up to the feed's newest hour in which at least half of its sources (sites and the
+-- tenant) delivered: a late file from one site alone does not make the others look quiet.
+feed_end as (
+    select max(delivery_hour) as newest_hour
+    from sources_per_hour
+    where sources * 2 >= (select count(distinct d.family, d.site_luid) as n from deliveries as d)
+),
+
 sites as (
     select
-        family,
-        site_luid,
-        min(delivery_hour) as first_hour,
-        max(delivery_hour) as last_hour,
-        max(max(delivery_hour)) over () as newest_hour
-    from deliveries
-    group by family, site_luid
+        d.family,
+        d.site_luid,
+        e.newest_hour,
+        min(d.delivery_hour) as first_hour,
+        max(d.delivery_hour) as last_hour
+    from deliveries as d
+    cross join feed_end as e
+    group by d.family, d.site_luid, e.newest_hour
+    having min(d.delivery_hour) <= e.newest_hour
 ),
 
 hours as (
