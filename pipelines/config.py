@@ -44,6 +44,9 @@ SERVE_AUTH_MODES = ("none", "ldap")
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 # mode key, the value that needs a secret, the key naming the environment variable that holds it
+S3_CREDENTIALS = ("keys", "provider_chain")
+# Location settings that may be s3a:// URIs (then the S3A client and its settings are used).
+S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir")
 SECRETS = (
     ("metastore.kind", "postgresql", "metastore.postgresql.password_env"),
     ("writeback.source", "jdbc", "writeback.jdbc.password_env"),
@@ -132,6 +135,13 @@ RULES: dict[str, Rule] = {
     "spark.extra_conf": _MAPPING,
     "spark.extra_conf.*": Rule((str, int, float, bool)),  # spark.* keys (checked in _validate)
     "jars": _list_of(r"[^:\s]+:[^:\s]+:[^:\s]+", "Maven coordinates group:artifact:version"),
+    "s3.jars": _list_of(r"[^:\s]+:[^:\s]+:[^:\s]+", "Maven coordinates group:artifact:version"),
+    "s3.endpoint": _text(r"(https?://\S+)?", "an http:// or https:// URL"),  # "" = AWS
+    "s3.region": _text(r"[a-z0-9-]+", "an AWS region name (e.g. us-east-1)"),
+    "s3.path_style_access": Rule((bool,)),
+    "s3.credentials": _one_of(*S3_CREDENTIALS),
+    "s3.access_key_env": _ENV_NAME,
+    "s3.secret_key_env": _ENV_NAME,
     "bronze.schema": _SCHEMA,
     "bronze.listing.lookback_days": _whole(0),
     "bronze.listing.full_every_runs": _whole(1),
@@ -241,6 +251,11 @@ class Config:
         if not value:
             return str(self.data_dir / default_under_data_dir)
         return value if is_uri(value) else str(self.path(dotted))
+
+    @property
+    def uses_s3(self) -> bool:
+        """Whether a location (landing, warehouse, checkpoints) is in S3 (``s3a://``)."""
+        return any(str(self.get(k)).strip().startswith("s3a://") for k in S3_LOCATION_KEYS)
 
     @property
     def warehouse_dir(self) -> str:
@@ -425,6 +440,12 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
                           f"{mode_key} {mode} ({origin(mode_key)}) needs the password there")
+    in_s3 = any(str(lookup(k)).strip().startswith("s3a://") for k in S3_LOCATION_KEYS)
+    if in_s3 and lookup("s3.credentials") == "keys":
+        for env_key in ("s3.access_key_env", "s3.secret_key_env"):
+            if lookup(env_key) not in environ:
+                fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: a location is "
+                              f"s3a:// and s3.credentials is keys ({origin('s3.credentials')})")
     _check_serve(lookup, fail, origin)
 
 

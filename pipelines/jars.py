@@ -1,7 +1,8 @@
 """Fetch the JVM libraries the lakehouse needs (Delta Lake) once, into a project-local cache.
 
 The delta-spark wheel carries no JARs. ``auditlake setup`` asks Maven (its default
-remote, Maven Central) for each coordinate in ``conf`` ``jars:`` and copies the JAR
+remote, Maven Central) for each coordinate in ``conf`` ``jars:`` (and ``s3.jars:`` when a
+location is ``s3a://``) and copies the JAR
 into ``paths.jars_dir``. Later runs find them there and start offline.
 """
 
@@ -19,14 +20,20 @@ def jar_file_name(coordinate: str) -> str:
     return f"{artifact}-{version}.jar"
 
 
+def coordinates(cfg: Config) -> list[str]:
+    """The JARs this configuration needs: ``jars``, and ``s3.jars`` when a location is s3a:// (the
+    AWS SDK bundle is ~640 MB: fetched, and put on the classpath, only where S3 is used)."""
+    return [*cfg.get("jars"), *(cfg.get("s3.jars") if cfg.uses_s3 else [])]
+
+
 def jar_paths(cfg: Config) -> list[Path]:
-    """Where each configured JAR lives in the cache (whether fetched or not)."""
+    """Where each needed JAR lives in the cache (whether fetched or not)."""
     jars_dir = cfg.path("paths.jars_dir")
-    return [jars_dir / jar_file_name(c) for c in cfg.get("jars")]
+    return [jars_dir / jar_file_name(c) for c in coordinates(cfg)]
 
 
 def missing_jars(cfg: Config) -> list[str]:
-    return [c for c, p in zip(cfg.get("jars"), jar_paths(cfg), strict=True) if not p.is_file()]
+    return [c for c, p in zip(coordinates(cfg), jar_paths(cfg), strict=True) if not p.is_file()]
 
 
 def fetch_jars(cfg: Config, log=print) -> list[Path]:

@@ -34,7 +34,8 @@ def spark_conf(cfg: Config) -> dict[str, str]:
     """Every Spark setting the lakehouse uses, as strings (also handy for spark-submit / Thrift)."""
     if missing_jars(cfg):
         raise RuntimeError(
-            f"Delta JARs missing from {cfg.path('paths.jars_dir')}: run `auditlake setup` (or `make setup`) first"
+            f"JARs missing from {cfg.path('paths.jars_dir')} ({', '.join(missing_jars(cfg))}): "
+            "run `auditlake setup` (or `make setup`) first"
         )
     metastore = cfg.metastore_dir
     conf = {
@@ -84,6 +85,7 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.port")),
     }
     conf.update(metastore_conf(cfg))
+    conf.update(s3_conf(cfg))
     conf.update(serve_conf(cfg))
     conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
     return conf
@@ -110,6 +112,29 @@ def metastore_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.datanucleus.schema.autoCreateConstraints": "false",
         "spark.hadoop.hive.metastore.schema.verification": "false",
     }
+
+
+def s3_conf(cfg: Config) -> dict[str, str]:
+    """Hadoop's S3A client, when a location is ``s3a://`` (``s3.*``; its JARs: ``s3.jars``)."""
+    if not cfg.uses_s3:
+        return {}
+    s3 = cfg.get("s3")
+    conf = {
+        "spark.hadoop.fs.s3a.endpoint.region": s3["region"],
+        "spark.hadoop.fs.s3a.path.style.access": str(s3["path_style_access"]).lower(),
+    }
+    if s3["endpoint"]:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3["endpoint"]
+        # an http:// endpoint (a server on a private network or loopback) speaks plain HTTP
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3["endpoint"].startswith("https://")).lower()
+    if s3["credentials"] == "keys":
+        # Spark redacts *.access.key and *secret* values in its UI and logs
+        conf.update({
+            "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "spark.hadoop.fs.s3a.access.key": secret(cfg, "s3.access_key_env"),
+            "spark.hadoop.fs.s3a.secret.key": secret(cfg, "s3.secret_key_env"),
+        })
+    return conf
 
 
 def serve_conf(cfg: Config) -> dict[str, str]:
