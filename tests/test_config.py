@@ -238,6 +238,7 @@ def test_storage_locations_take_uris_paths_or_default_under_data_dir():
         "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
         "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",
         "AUDITLAKE__PATHS__CHECKPOINT_DIR": "relative/checkpoints",
+        "AUDITLAKE__S3__CREDENTIALS": "provider_chain",  # keys would need AWS_ACCESS_KEY_ID etc. set
     })
     assert cfg.warehouse_dir == "s3a://audit-lake/warehouse"  # a URI is used as written
     assert cfg.checkpoint_dir == str(PROJECT_ROOT / "relative" / "checkpoints")  # a path is made absolute
