@@ -440,6 +440,9 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
                           f"{mode_key} {mode} ({origin(mode_key)}) needs the password there")
+    for key in S3_LOCATION_KEYS:
+        if re.match(r"(?i)s3n?://", str(lookup(key)).strip()):
+            fail(key, f"is {lookup(key)!r}: Hadoop reads S3 as s3a:// (s3:// and s3n:// have no client here)")
     in_s3 = any(str(lookup(k)).strip().startswith("s3a://") for k in S3_LOCATION_KEYS)
     if in_s3 and lookup("s3.credentials") == "keys":
         for env_key in ("s3.access_key_env", "s3.secret_key_env"):

@@ -40,6 +40,8 @@ def test_s3_profile_needs_the_key_variables_unless_the_provider_chain_is_used():
     with pytest.raises(ConfigError, match="s3.access_key_env.*AWS_ACCESS_KEY_ID, which is not set"):
         load_config("s3", environ={})
     load_config("s3", environ={"AUDITLAKE__S3__CREDENTIALS": "provider_chain"})
+    with pytest.raises(ConfigError, match="paths.landing_dir.*s3a://"):
+        load_config("local", environ={"AUDITLAKE__PATHS__LANDING_DIR": "s3://tableau/activity-log"})
 
 
 def test_s3_settings_reach_hadoop(monkeypatch):
