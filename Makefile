@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 .PHONY: demo test test-fast setup system-deps pg-deps ldap-deps clients registry lint lint-sql bench clean distclean
 
 demo: setup
-	@$(BIN)/auditlake demo
+	@$(BIN)/auditlake --env demo demo
 
 test: setup pg-deps ldap-deps clients lint-sql
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -15,17 +15,18 @@ from pipelines.config import Config
 
 
 def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, dirty: bool,
-                           layout: str, live_feed: bool = False) -> dict:
+                           layout: str, live_feed: bool = False, security_stories: bool = False) -> dict:
     from devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
     summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=log,
-                                    layout=layout, live_feed=live_feed)
+                                    layout=layout, live_feed=live_feed, security_stories=security_stories)
     log(
         f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
         f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
         + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
         + ("; with the live feed's additions" if live_feed else "")
+        + ("; with the security stories" if security_stories else "")
     )
     return summary
 
@@ -34,7 +35,7 @@ def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
     _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout,
-                           live_feed=args.live_feed)
+                           live_feed=args.live_feed, security_stories=args.security_stories)
     return 0
 
 
@@ -57,7 +58,8 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     else:
         _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
                                iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
-                               layout=cfg.get("generate.layout"), live_feed=True)  # what the registry knows
+                               layout=cfg.get("generate.layout"), live_feed=True,  # what the registry knows
+                               security_stories=True)  # a situation for every detection report
     refresh(cfg, list(LAYERS), summary=True)
     return 0
 
@@ -66,6 +68,14 @@ def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
     from devtools.bench import run_bench
 
     run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log)
+    return 0
+
+
+def cmd_docs_analyst_guide(cfg: Config, args: argparse.Namespace) -> int:
+    from devtools.analyst_guide import GUIDE, write_guide
+    from pipelines.spark_session import build_spark
+
+    write_guide(build_spark(cfg), Path(args.guide) if args.guide else GUIDE, log=log)
     return 0
 
 
@@ -93,6 +103,9 @@ def register(sub) -> None:
     p.add_argument("--live-feed", action="store_true",
                    help="also what the live feed carries beyond the bundled references (eventOutcome, "
                         "eventProcessedTime, vizql_http_request, bridge_job)")
+    p.add_argument("--security-stories", action="store_true",
+                   help="also a situation for each detection report (escalation, impersonation, mass download, "
+                        "a leaver's token, a new sign-in address, security changes at night)")
     p.set_defaults(func=cmd_generate_activity_log)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")
@@ -110,3 +123,9 @@ def register(sub) -> None:
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("docs", help="`analyst-guide`: re-run the analyst guide's SQL on this lake, write the outputs")
+    docs = p.add_subparsers(dest="doc", required=True)
+    p = docs.add_parser("analyst-guide", help="after `make demo`: each SQL block's output table from the demo lake")
+    p.add_argument("--guide", help="the guide to rewrite (default docs/analyst-guide.md)")
+    p.set_defaults(func=cmd_docs_analyst_guide)

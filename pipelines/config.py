@@ -41,6 +41,7 @@ SEVERITIES = ("critical", "warning")  # critical stops promotion, warning is rep
 WRITEBACK_SOURCES = ("file", "jdbc", "none")
 # none: any user name, no password (loopback only) | ldap: a bind to serve.ldap.url checks it
 SERVE_AUTH_MODES = ("none", "ldap")
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as Spark's date_format(t, 'E') writes them
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 # mode key, the value that needs a secret, the key naming the environment variable that holds it
@@ -151,6 +152,16 @@ RULES: dict[str, Rule] = {
     "gold.failed_login_burst.failures": _whole(1),
     "gold.failed_login_burst.window_minutes": _whole(1),
     "gold.inactive_user_days": _whole(1),
+    "gold.detections.mass_download.window_minutes": _whole(1, 1440),
+    "gold.detections.mass_download.min_events": _whole(1),
+    "gold.detections.mass_download.baseline_multiplier": _number(1, 1000),
+    "gold.detections.mass_download.baseline_days": _whole(1, 366),
+    "gold.detections.new_sign_in_source.learning_days": _whole(0, 366),
+    "gold.detections.change_window.weekdays": _list_of("|".join(WEEKDAYS), "weekday names " + ", ".join(WEEKDAYS)),
+    "gold.detections.change_window.start_hour": _whole(0, 23),
+    "gold.detections.change_window.end_hour": _whole(1, 24),
+    "gold.detections.licence_idle_days": _whole(1),
+    "gold.detections.stale_content_days": _whole(1),
     "gold.compact_files_over": _whole(0),
     "gold.analyst_schema": _SCHEMA,
     "gold.pii_auditors": _list_of(r"[^\s'`\\]+", "user names (no spaces, quotes or backslashes)"),
@@ -449,6 +460,9 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
             if lookup(env_key) not in environ:
                 fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: a location is "
                               f"s3a:// and s3.credentials is keys ({origin('s3.credentials')})")
+    window = "gold.detections.change_window"
+    if lookup(f"{window}.start_hour") >= lookup(f"{window}.end_hour"):
+        fail(f"{window}.end_hour", f"must be after {window}.start_hour ({lookup(f'{window}.start_hour')})")
     _check_serve(lookup, fail, origin)
 
 

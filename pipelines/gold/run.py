@@ -30,12 +30,24 @@ class GoldResult:
     failures: list[str] = field(default_factory=list)
 
 
+def _detection_vars(detections: dict) -> dict:
+    """conf gold.detections -> dbt vars: a section's keys as <section>_<key>, a single value as itself."""
+    out = {}
+    for name, value in detections.items():
+        if isinstance(value, dict):
+            out.update({f"{name}_{key}": v for key, v in value.items()})
+        else:
+            out[name] = value
+    return out
+
+
 def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
     out = {
         "silver_schema": cfg.get("silver.schema"),
         "failed_login_burst_failures": cfg.get("gold.failed_login_burst.failures"),
         "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
         "inactive_user_days": cfg.get("gold.inactive_user_days"),
+        **_detection_vars(cfg.get("gold.detections")),
         "ops_schema": cfg.get("ops.schema"),
         "feed_baseline_days": cfg.get("feed.baseline_days"),
         "feed_usual_share": cfg.get("feed.usual_share"),

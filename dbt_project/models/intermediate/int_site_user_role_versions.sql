@@ -46,7 +46,8 @@ collapsed as (
         max(site_role_id) as site_role_id,
         max(site_role) as site_role,
         max(is_system_admin) as is_system_admin,
-        min(event_time) as valid_from
+        min(event_time) as valid_from,
+        min_by(event_id, struct(event_time, event_id)) as first_event_id
     from versions
     group by site_luid, user_luid, version_number
 )
@@ -60,6 +61,7 @@ select
     site_role,
     is_system_admin,
     valid_from,
+    first_event_id,
     lead(valid_from) over (partition by site_luid, user_luid order by version_number) as valid_to,
     lag(site_role) over (partition by site_luid, user_luid order by version_number) as previous_site_role,
     lag(is_system_admin) over (partition by site_luid, user_luid order by version_number) as was_system_admin

@@ -33,6 +33,7 @@ def generate_activity_log(
     progress: Callable[[str], None] | None = None,
     layout: str = "auditlake",
     live_feed: bool = False,
+    security_stories: bool = False,
 ) -> dict:
     """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
 
@@ -61,6 +62,11 @@ def generate_activity_log(
     every current-edition site record, ``vizql_http_request`` records for the views of sign-in
     sessions and ``bridge_job`` runs beside some background jobs. Off, the output is what it was.
 
+    ``security_stories`` adds a situation for each detection report (stories.SECURITY_STORIES: a
+    privilege escalation, an impersonation, a mass download, a token used after its owner was
+    deleted, sign-ins from a new address and browser, security changes at night). Off, the output
+    is what it was.
+
     Summary: ``files``, ``gzip_files``, ``lines`` (every physical line: the count of ``\\n``
     bytes of the decompressed file, plus one for a final line without a newline),
     ``records`` (JSON records written, duplicates included), ``bytes`` (on disk),
@@ -73,7 +79,7 @@ def generate_activity_log(
         start = start.replace(tzinfo=UTC)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed).run()
+    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed, security_stories).run()
 
 
 __all__ = [

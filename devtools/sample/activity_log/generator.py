@@ -128,6 +128,7 @@ class Generator:
         progress: Callable[[str], None] | None,
         layout: str = "auditlake",
         live_feed: bool = False,
+        security_stories: bool = False,
     ) -> None:
         if events < 0 or days < 1:
             raise ValueError("events must be >= 0 and days >= 1")
@@ -140,6 +141,7 @@ class Generator:
         self.hours = days * 24
         self.live_feed = live_feed  # also what the live feed adds to the references (--live-feed)
         self.specs = generated_specs(live_feed)
+        self.security_stories = security_stories  # a situation for each detection report (--security-stories)
         self.enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
         self.iso = iso
         self.stats = Stats()
@@ -286,6 +288,10 @@ class Generator:
             for _ in range(count):
                 h = rng.choice(span)
                 story_plan.setdefault(h, []).append(fn)
+        if self.security_stories:
+            for fn, when in stories.SECURITY_STORIES:
+                story_plan.setdefault(rng.choice(range(hours // 2, hours) if when == "late" else range(hours)),
+                                      []).append(fn)
         return coverage, story_plan
 
     def _site(self):

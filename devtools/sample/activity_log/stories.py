@@ -14,7 +14,7 @@ requested event count.
 from __future__ import annotations
 
 from .records import pick_actor
-from .values import HOUR_US, new_uuid
+from .values import HOUR_US, SITE_ROLE_NAMES, new_uuid
 
 SEC = 1_000_000
 MIN = 60 * SEC
@@ -542,6 +542,158 @@ def publish(g, site, t0: int) -> int:
     return 1 + len(wb.children)
 
 
+# ---------------------------------------------------------------- security stories (--security-stories)
+# One situation for each detection report (docs/analyst-guide.md "Detections"), so the demo shows
+# every report with rows. Each stays within UNIT_SPAN_US of its start.
+_SCRIPT_AGENT = "python-requests/2.32.3 tableauserverclient/0.31"
+
+
+def _view_visit(g, site, c, t: int) -> int:
+    """hist_login + a view (+ its browser requests with the live feed) as ``c``'s actor at ``t``."""
+    c.us = t
+    c.session = new_uuid(g.rng)
+    g.emit("hist_login", c)
+    c.us, c.subject = t + g.rng.randint(5, 60) * SEC, g.rng.choice(site.content["view"])
+    g.emit("hist_access_view", c)
+    n = 2
+    if g.live_feed:
+        c.us += g.rng.randint(200, 3000) * 1000
+        c.job = {"duration": g.rng.randint(40, 3000)}
+        g.emit("vizql_http_request", c, edition="current")
+        c.job = None
+        n += 1
+    return n
+
+
+def privilege_escalation(g, site, t0: int) -> int:
+    """A Viewer or Explorer is made SiteAdministratorCreator (site and Cloud Manager), then uses it."""
+    rng = g.rng
+    candidates = [u for u in site.users if u.site_role_id in (9, 3) and u.system_admin_level == 0]
+    if not candidates:
+        return 0
+    user = rng.choice(candidates)
+    n = _view_visit(g, site, g.ctx(site, user, t0), t0)  # what they were
+    old_role = SITE_ROLE_NAMES[user.site_role_id]
+    admin = rng.choice(site.admins)
+    c = g.ctx(site, admin, t0 + rng.randint(5, 30) * MIN)
+    c.user = c.subject = user
+    user.site_role_id = 11  # the world changes: later events state the new role
+    g.emit("hist_update_user_site_role", c)
+    tc = g.ctx(site, rng.choice(g.world.tenant.admins), c.us + rng.randint(1, 60) * SEC, family="tenant")
+    tc.user = user
+    tc.job = {"old_role": old_role, "new_role": "SiteAdministratorCreator"}
+    g.emit("update_user_site_role", tc, family="tenant")
+    return n + 2 + _view_visit(g, site, g.ctx(site, user, c.us + 5 * MIN), c.us + 5 * MIN)
+
+
+def impersonation(g, site, t0: int) -> int:
+    """An administrator signs in as a user and opens their views."""
+    rng = g.rng
+    user = rng.choice([u for u in site.users if not u.is_admin])
+    c = g.ctx(site, user, t0)
+    c.initiator = rng.choice(site.admins)
+    return _view_visit(g, site, c, t0) + _view_visit(g, site, c, t0 + rng.randint(2, 20) * MIN)
+
+
+def mass_download(g, site, t0: int) -> int:
+    """One user downloads and exports dozens of workbooks and data sources in a quarter of an hour."""
+    rng = g.rng
+    user = rng.choice([u for u in site.users if u.site_role_id in (2, 3, 10)])
+    c = g.ctx(site, user, t0)
+    n = rng.randint(45, 60)
+    for i in range(n):
+        c.us = t0 + i * (15 * MIN // n) + _jitter(g)
+        kind = rng.choice(["workbook", "workbook", "datasource"])
+        c.subject = c.content = rng.choice(site.content[kind])
+        et = {"workbook": "hist_download_workbook", "datasource": "hist_download_datasource"}[kind]
+        if rng.random() < 0.2:
+            et, c.subject = "hist_export_summary_data", rng.choice(site.content["view"])
+        g.emit(et, c)
+    return n
+
+
+def token_after_offboarding(g, site, t0: int) -> int:
+    """A leaver's personal access token keeps signing in after the user is deleted, from elsewhere."""
+    rng = g.rng
+    owners = [u for u in site.users if u.site_role_id in (10, 2) and not u.is_admin]
+    if len(owners) < 2:
+        return 0
+    owner = rng.choice(owners)
+    tok = {"id": new_uuid(rng), "name": f"{owner.name}-export", "user": owner, "site": site,
+           "created_us": t0, "ttl_h": 24 * 365}
+    c = g.ctx(site, owner, t0, family="tenant")
+    c.user = owner
+    c.session = new_uuid(rng)
+    c.job = {"new_session": c.session, "ttl_h": 8}
+    g.emit("user_login_create_session", c, family="tenant")  # from their usual address
+    c.us += rng.randint(1, 10) * MIN
+    c.token, c.job = tok, {"ttl_h": tok["ttl_h"]}
+    g.emit("create_personal_access_token", c, family="tenant")
+    admin = rng.choice(site.admins)
+    d = g.ctx(site, admin, c.us + rng.randint(10, 30) * MIN)
+    d.user = d.subject = owner
+    d.job = {"op": "delete"}
+    g.emit("user_create_delete", d)
+    d.us += rng.randint(1, 900) * 1000
+    g.emit("hist_delete_user", d)
+    td = g.ctx(site, rng.choice(g.world.tenant.admins), d.us + rng.randint(1, 60) * SEC, family="tenant")
+    td.user = owner
+    g.emit("delete_user", td, family="tenant")
+    site.users.remove(owner)  # gone: later stories no longer pick them
+    use = td.us + rng.randint(10, 40) * MIN
+    tc = g.ctx(site, owner, use, family="tenant")
+    tc.token, tc.user, tc.ip, tc.agent = tok, owner, rng.choice(_ATTACKER_IPS), _SCRIPT_AGENT
+    tc.job = {"new_session": new_uuid(rng), "ttl_h": 2}
+    g.emit("personal_access_token_login", tc, family="tenant")
+    sc = g.ctx(site, owner, use + rng.randint(50, 900) * 1000)
+    sc.ip = tc.ip
+    sc.job = {"client": tok["name"], "created_us": t0, "ttl_h": tok["ttl_h"]}
+    g.emit("hist_login_with_pat", sc)
+    return 8
+
+
+def new_sign_in_source(g, site, t0: int) -> int:
+    """A known user signs in from an address and a browser never seen for them (late in the window)."""
+    rng = g.rng
+    user = pick_actor(site, rng)
+    c = g.ctx(site, user, t0, family="tenant")
+    c.user, c.ip, c.agent = user, rng.choice(_ATTACKER_IPS), _SCRIPT_AGENT
+    c.session = new_uuid(rng)
+    c.job = {"new_session": c.session, "ttl_h": 8}
+    g.emit("user_login_create_session", c, family="tenant")
+    s = g.ctx(site, user, t0 + rng.randint(1, 5) * MIN)
+    s.ip, s.agent = c.ip, c.agent
+    return 1 + _view_visit(g, site, s, s.us)
+
+
+def off_hours_security_change(g, site, t0: int) -> int:
+    """At night: sign-in rate limits reset for a user (site) and a tenant role raised (Cloud Manager)."""
+    rng = g.rng
+    t = t0 - t0 % (24 * HOUR_US) + rng.randint(1, 4) * HOUR_US + rng.randrange(HOUR_US)  # 01:00-05:59 UTC
+    if not t0 - HOUR_US <= t <= t0 + UNIT_SPAN_US:
+        t = t0  # the writer keeps only recent hours open: stay near the start
+    admin = rng.choice(site.admins)
+    c = g.ctx(site, admin, t)
+    c.user = c.subject = rng.choice(site.users)
+    g.emit("hist_update_system_user_reset_login_rate_limiting", c)
+    tc = g.ctx(site, rng.choice(g.world.tenant.admins), t + rng.randint(1, 20) * MIN, family="tenant")
+    tc.user = rng.choice(site.users)
+    tc.job = {"old_role": "TenantUser", "new_role": "TenantAdmin"}
+    g.emit("update_user_tenant_role", tc, family="tenant")
+    return 2
+
+
+# (story, hours it may start in: "late" = the second half of the window so the user has history)
+SECURITY_STORIES = [
+    (privilege_escalation, None),
+    (impersonation, None),
+    (mass_download, None),
+    (token_after_offboarding, None),
+    (new_sign_in_source, "late"),
+    (new_sign_in_source, "late"),
+    (off_hours_security_change, None),
+]
+
 # (story, records-per-story budget share denominator, minimum count)
 SCHEDULED = [
     (failed_signin_burst, 150_000, 1),
@@ -563,4 +715,4 @@ def scheduled_counts(events: int) -> list[tuple]:
     return [(fn, max(minimum, events // per)) for fn, per, minimum in SCHEDULED]
 
 
-__all__ = ["BACKGROUND", "SCHEDULED", "scheduled_counts", "UNIT_SPAN_US"]
+__all__ = ["BACKGROUND", "SCHEDULED", "SECURITY_STORIES", "scheduled_counts", "UNIT_SPAN_US"]

@@ -96,6 +96,8 @@ class Ctx:
         "event_type",
         "token",
         "ip",
+        "agent",  # a browser other than the actor's usual one
+        "initiator",  # who acted, when not the actor (an admin acting as the user)
     )
 
     def __init__(self, world, site, actor, rng, us, family="site", event_type=""):
@@ -110,6 +112,7 @@ class Ctx:
         self.subject = self.user = self.group = self.content = self.grantee = None
         self.new_owner = self.old_owner = self.src_project = self.task = None
         self.schedule = self.job = self.trace = self.session = self.token = self.ip = None
+        self.agent = self.initiator = None
 
 
 # ---------------------------------------------------------------- helpers
@@ -309,8 +312,8 @@ G: dict = {
     # site common
     "actorUserId": lambda c: c.actor.id,
     "actorUserLuid": lambda c: c.actor.luid,
-    "initiatingUserId": lambda c: c.actor.id,
-    "initiatingUserLuid": lambda c: c.actor.luid,
+    "initiatingUserId": lambda c: (c.initiator or c.actor).id,
+    "initiatingUserLuid": lambda c: (c.initiator or c.actor).luid,
     "licensingRoleName": lambda c: c.actor.licensing,
     "siteLuid": lambda c: c.site.luid,
     "siteRoleId": lambda c: c.actor.site_role_id,
@@ -522,7 +525,7 @@ G: dict = {
     "eventProcessedTime": lambda c: iso_micro(c.us + c.rng.randint(2, 900) * 1_000_000),
     # live feed: vizql_http_request (a browser's request to a view)
     "ipAddress": _ip,
-    "userAgent": lambda c: c.actor.user_agent,
+    "userAgent": lambda c: c.agent or c.actor.user_agent,
     "method": lambda c: "POST" if c.rng.random() < 0.7 else "GET",
     "endpointName": lambda c: c.rng.choice(["bootstrapSession", "render-tooltip-server", "select", "get-world-update"]),
     "referrer": lambda c: f"https://online.tableau.com/#/site/{c.site.url}/views/{_view(c).repo_url}",
@@ -557,7 +560,7 @@ TG: dict = {
     "eventTime": lambda c: iso(c.us, c.variant),
     "initiatingSessionId": _session,
     "initiatingUrl": _initiating_url,
-    "initiatingUserAgent": lambda c: c.actor.user_agent,
+    "initiatingUserAgent": lambda c: c.agent or c.actor.user_agent,
     "initiatingUserDisplayName": lambda c: c.actor.display,
     "initiatingUserEmail": lambda c: c.actor.email,
     "initiatingUserIpAddress": _ip,

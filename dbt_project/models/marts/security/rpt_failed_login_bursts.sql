@@ -59,7 +59,8 @@ bursts as (
         max(event_time) as last_failure_at,
         count(*) as failures,
         max(failures_in_window) as max_failures_in_window,
-        min_by(event_id, struct(event_time, event_id)) as first_event_id
+        min_by(event_id, struct(event_time, event_id)) as first_event_id,
+        slice(array_sort(collect_list(event_id)), 1, 100) as evidence_event_ids
     from runs
     group by key_type, key_value, run_number
     having max(failures_in_window) >= {{ var('failed_login_burst_failures') }}
@@ -73,5 +74,10 @@ select
     last_failure_at,
     failures,
     max_failures_in_window,
-    first_event_id
+    -- twice the threshold inside one window is an attack more than a forgotten password
+    case
+        when max_failures_in_window >= 2 * {{ var('failed_login_burst_failures') }} then 'high' else 'medium'
+    end as severity,
+    first_event_id,
+    evidence_event_ids
 from bursts

@@ -7,7 +7,9 @@ select
     site_luid,
     initiating_user_luid,
     actor_user_luid,
-    site_role as actor_site_role
+    site_role as actor_site_role,
+    'medium' as severity,
+    array(event_id) as evidence_event_ids
 from {{ ref('stg_site__events') }}
 where
     initiating_user_luid is not null

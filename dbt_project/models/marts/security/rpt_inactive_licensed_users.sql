@@ -14,7 +14,8 @@ last_sign_in as (
     select
         site_luid,
         user_luid,
-        max(event_time) as last_sign_in_at
+        max(event_time) as last_sign_in_at,
+        max_by(event_id, struct(event_time, event_id)) as last_sign_in_event_id
     from {{ ref('fct_logins') }}
     where family = 'site' and outcome = 'success'
     group by site_luid, user_luid
@@ -27,6 +28,7 @@ select
     u.user_name,
     u.site_role,
     l.last_sign_in_at,
+    l.last_sign_in_event_id,
     a.as_of_time,
     cast(datediff(a.as_of_time, l.last_sign_in_at) as int) as days_since_sign_in
 from current_users as u

@@ -15,6 +15,7 @@ site_escalations as (
         previous_site_role as old_role,
         site_role as new_role,
         valid_from as observed_at,
+        first_event_id as event_id,
         case
             when is_system_admin and not was_system_admin then 'system_admin_granted'
             else 'site_admin_granted'
@@ -35,6 +36,7 @@ tenant_escalations as (
         old_role,
         new_role,
         event_time as observed_at,
+        event_id,
         case
             when action = 'tenant_role_changed' then 'tenant_admin_granted' else 'site_admin_granted'
         end as escalation
@@ -44,8 +46,16 @@ tenant_escalations as (
         and action in ('site_role_changed', 'tenant_role_changed')
         and lower(new_role) like '%admin%'
         and lower(coalesce(old_role, '')) not like '%admin%'
+),
+
+escalations as (
+    select * from site_escalations
+    union all
+    select * from tenant_escalations
 )
 
-select * from site_escalations
-union all
-select * from tenant_escalations
+select
+    *,
+    case when escalation in ('system_admin_granted', 'tenant_admin_granted') then 'critical' else 'high' end as severity,
+    filter(array(event_id), e -> e is not null) as evidence_event_ids
+from escalations

@@ -66,7 +66,8 @@ select
             'hist_delete_datasource', 'hist_delete_flow', 'hist_delete_flow_draft',
             'hist_delete_metric', 'hist_delete_project', 'hist_delete_table', 'hist_delete_view',
             'hist_delete_workbook', 'background_job', 'bridge_job', 'create_delete_group',
-            'hist_create_group', 'hist_delete_group', 'hist_rename_group'
+            'hist_create_group', 'hist_delete_group', 'hist_rename_group',
+            'hist_update_system_user_reset_login_rate_limiting'
         ) then false
         when event_type in (
             'update_permissions', 'create_permissions'
@@ -379,7 +380,8 @@ select
     case
         when event_type in (
             'hist_create_user', 'hist_delete_user', 'hist_create_system_user',
-            'hist_delete_system_user', 'hist_update_user_site_role'
+            'hist_delete_system_user', 'hist_update_user_site_role',
+            'hist_update_system_user_reset_login_rate_limiting'
         ) then case site_admin_level
             when 5 then 'Site Admin'
             when 0 then 'Not a site admin'

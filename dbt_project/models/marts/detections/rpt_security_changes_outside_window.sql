@@ -1,0 +1,78 @@
+-- Administrators' security changes outside the change window (conf gold: detections:
+-- change_window, UTC): sign-in rate limits reset (site events), identity provider (SAML, OIDC)
+-- configuration, tenant roles, sites created, suspended, reactivated or deleted, site limits,
+-- private connections and tenant settings (Cloud Manager events).
+{% set weekdays = var('change_window_weekdays') %}
+
+with site_changes as (
+    {{ group_events('admin_security_changes', 'site', [
+        ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
+        ['site_luid', 'string'], ['actor_user_luid', 'string'], ['user_luid', 'string']
+    ]) }}
+),
+
+tenant_changes as (
+    {{ group_events('admin_security_changes', 'tenant', [
+        ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
+        ['site_id', 'string'], ['initiating_user_id', 'string'], ['initiating_user_email', 'string'],
+        ['initiating_user_ip_address', 'string'], ['event_outcome', 'string']
+    ]) }}
+),
+
+changes as (
+    select
+        event_id,
+        'site' as family,
+        event_type,
+        event_time,
+        site_luid,
+        actor_user_luid,
+        cast(null as string) as actor_tenant_user_id,
+        cast(null as string) as actor_email,
+        cast(null as string) as actor_ip_address,
+        user_luid as subject_user_luid,
+        'success' as outcome
+    from site_changes
+    union all
+    select
+        event_id,
+        'tenant' as family,
+        event_type,
+        event_time,
+        site_id as site_luid,
+        cast(null as string) as actor_user_luid,
+        initiating_user_id as actor_tenant_user_id,
+        initiating_user_email as actor_email,
+        initiating_user_ip_address as actor_ip_address,
+        cast(null as string) as subject_user_luid,
+        lower(event_outcome) as outcome
+    from tenant_changes
+)
+
+select
+    sha2(concat_ws('|', 'security_change_outside_window', event_id), 256) as detection_id,
+    case
+        when event_type like '%saml%' or event_type like '%oidc%' or event_type like '%rate_limiting%' then 'high'
+        when event_type in ('update_user_tenant_role', 'delete_site', 'suspend_site', 'update_tenant') then 'medium'
+        else 'low'
+    end as severity,
+    event_id,
+    family,
+    event_type,
+    event_time,
+    date_format(event_time, 'E') as weekday,
+    hour(event_time) as hour_utc,
+    site_luid,
+    actor_user_luid,
+    actor_tenant_user_id,
+    actor_email,
+    actor_ip_address,
+    subject_user_luid,
+    outcome,
+    array(event_id) as evidence_event_ids
+from changes
+where not (
+    {% if weekdays %}date_format(event_time, 'E') in ({% for d in weekdays %}'{{ d }}'{{ ", " if not loop.last }}{% endfor %}){% else %}false{% endif %}
+    and hour(event_time) >= {{ var('change_window_start_hour') }}
+    and hour(event_time) < {{ var('change_window_end_hour') }}
+)

@@ -1,0 +1,46 @@
+-- Workbooks and data sources nobody has opened for stale_content_days: no view of the workbook's
+-- views, no download, export or view request since, or never, for content first seen at least
+-- that long ago. Deleted content is left out. "Now" is the newest event in the lakehouse.
+with as_of as (
+    select max(event_time) as as_of_time from {{ ref('stg_site__events') }}
+),
+
+accesses as (
+    select content_luid, event_time, event_id from {{ ref('fct_content_access') }}
+    where content_luid is not null
+    union all
+    -- a view opened is its workbook opened
+    select workbook_luid as content_luid, event_time, event_id from {{ ref('fct_content_access') }}
+    where workbook_luid is not null
+),
+
+last_access as (
+    select
+        content_luid,
+        max(event_time) as last_accessed_at,
+        max_by(event_id, struct(event_time, event_id)) as last_access_event_id
+    from accesses
+    group by content_luid
+)
+
+select
+    sha2(concat_ws('|', 'stale_content', c.content_luid, cast(l.last_accessed_at as string)), 256) as detection_id,
+    'low' as severity,
+    c.site_luid,
+    c.content_luid,
+    c.content_type,
+    c.content_name,
+    c.current_owner_luid,
+    c.first_seen_at,
+    l.last_accessed_at,
+    coalesce(l.last_accessed_at, c.first_seen_at) + make_interval(0, 0, 0, {{ var('stale_content_days') }})
+        as stale_since,
+    filter(array(l.last_access_event_id), e -> e is not null) as evidence_event_ids
+from {{ ref('dim_content') }} as c
+cross join as_of as x
+left join last_access as l on c.content_luid = l.content_luid
+where
+    lower(c.content_type) in ('workbook', 'datasource')
+    and c.deleted_at is null
+    and c.first_seen_at <= x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
+    and (l.last_accessed_at is null or l.last_accessed_at < x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }}))
