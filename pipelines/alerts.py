@@ -28,9 +28,11 @@ table are pseudonymised by ``auditlake erase`` like any other ops table).
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -194,12 +196,26 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """``https://user:password@host/path`` -> the URL without them and an ``Authorization: Basic``
+    header (urllib sends no credentials from a URL itself): how a collector that wants a token in
+    Basic auth (Splunk HEC, Logstash, Vector) gets it from the one secret."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, {}
+    user, password = urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
+    netloc = parts.netloc.rpartition("@")[2]
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
+
+
 def post_json(url: str, body: str, idempotency_key: str, timeout: float) -> Reply:
     """POST ``body`` to ``url``; never raises for what the network or the receiver does. Errors name
     neither the URL (a secret) nor the body."""
+    url, auth = split_credentials(url)
     request = urllib.request.Request(url, data=body.encode("utf-8"), method="POST", headers={
         "Content-Type": "application/json; charset=utf-8", "Idempotency-Key": idempotency_key,
-        "User-Agent": "auditlake-alerts"})
+        "User-Agent": "auditlake-alerts", **auth})
     try:
         with _OPENER.open(request, timeout=timeout) as answer:
             answer.read()

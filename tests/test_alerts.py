@@ -5,6 +5,7 @@ not needed)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,7 @@ import pytest
 
 from devtools.pg_server import free_port
 from devtools.webhook_receiver import WebhookReceiver
-from pipelines.alerts import headline, payload, send_alerts
+from pipelines.alerts import headline, payload, post_json, send_alerts
 from pipelines.config import ConfigError, load_config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.erase import Person, erasable_tables, pseudonymise_table, token_for
@@ -187,6 +188,19 @@ def test_the_payload_is_json_with_a_slack_text_line_and_the_detection_fields():
     whole = json.loads(payload({**d, "detected_at": datetime(2026, 6, 1, 10, 7, tzinfo=UTC),
                                 "evidence_event_ids": None}))
     assert whole["detected_at"] == "2026-06-01T10:07:00Z" and whole["evidence_event_ids"] == []
+
+
+def test_credentials_in_the_url_go_as_basic_auth_and_never_into_an_error(receiver):
+    with_token = receiver.url.replace("http://", "http://x:hec%2Ftoken@") + "?sourcetype=_json"
+    assert post_json(with_token, '{"text": "hi"}', "det-1", 5).delivered
+    headers, body = receiver.received[0]
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"x:hec/token").decode()
+    assert body == b'{"text": "hi"}' and headers["Idempotency-Key"] == "det-1"
+    receiver.mode = "down"
+    reply = post_json(with_token, "{}", "det-2", 5)
+    assert not reply.delivered and reply.receiver_down and "token" not in reply.error
+    refused = post_json(f"http://x:hec-token@127.0.0.1:{free_port()}/hook", "{}", "det-3", 5)
+    assert refused.receiver_down and "token" not in refused.error
 
 
 def test_an_answer_after_the_timeout_is_retried_with_the_same_idempotency_key(spark, lake_dir, receiver):
