@@ -1,7 +1,8 @@
 """A throwaway webhook receiver on loopback, for the alert tests and local trials (ops tooling, not the
 pipeline): an HTTP server in a thread that records every POST it accepts, and can be switched to
-answer 503 (``down``) or to answer only after a delay (``slow``: it records the POST, then answers
-late, as a receiver that took an alert but whose answer the sender gave up on).
+answer 503 (``down``), to answer only after a delay (``slow``: it records the POST, then answers
+late, as a receiver that took an alert but whose answer the sender gave up on), or to redirect
+(``redirect``: 302 to a page that answers a GET with 200, as a moved endpoint).
 
     receiver = WebhookReceiver.start()        # http://127.0.0.1:<free port>/hook
     receiver.mode = "down"
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODES = ("up", "down", "slow")
+MODES = ("up", "down", "slow", "redirect")
 
 
 @dataclass
@@ -45,6 +46,9 @@ class WebhookReceiver:
                 if receiver.mode == "down":
                     self._answer(503, b"down for maintenance")
                     return
+                if receiver.mode == "redirect":
+                    self._answer(302, b"moved", location="/moved")
+                    return
                 with receiver._lock:
                     receiver.received.append((dict(self.headers.items()), body))
                 if receiver.echo:
@@ -53,9 +57,14 @@ class WebhookReceiver:
                     time.sleep(receiver.slow_seconds)
                 self._answer(200, b"ok")
 
-            def _answer(self, code: int, text: bytes) -> None:
+            def do_GET(self) -> None:
+                self._answer(200, b"a page")
+
+            def _answer(self, code: int, text: bytes, location: str | None = None) -> None:
                 try:
                     self.send_response(code)
+                    if location:
+                        self.send_header("Location", location)
                     self.send_header("Content-Type", "text/plain")
                     self.send_header("Content-Length", str(len(text)))
                     self.end_headers()

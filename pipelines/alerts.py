@@ -148,7 +148,8 @@ def payload(detection: Mapping[str, object]) -> str:
 def detections_to_queue(detections: DataFrame, known: DataFrame, min_severity: str) -> DataFrame:
     """The detections at or above ``min_severity`` whose id ``known`` (a ``detection_id`` column) lacks,
     one row per id, ``detected_at`` also as epoch microseconds (``detected_us``: no time zone involved)."""
-    return (detections.where(F.col("detection_id").isNotNull() & F.col("severity").isin(*severities_from(min_severity)))
+    wanted = F.lower(F.col("severity")).isin(*severities_from(min_severity))
+    return (detections.where(F.col("detection_id").isNotNull() & wanted)
             .dropDuplicates(["detection_id"])
             .join(known.select("detection_id"), "detection_id", "left_anti")
             .select(*DETECTION_FIELDS, F.unix_micros("detected_at").alias("detected_us")))

@@ -203,6 +203,14 @@ def test_credentials_in_the_url_go_as_basic_auth_and_never_into_an_error(receive
     assert refused.receiver_down and "token" not in refused.error
 
 
+def test_a_redirect_is_not_a_delivery(receiver):
+    """urllib would follow a 302 with a GET, whose 200 would read as delivered."""
+    receiver.mode = "redirect"
+    reply = post_json(receiver.url, "{}", "det-1", 5)
+    assert not reply.delivered and not reply.receiver_down
+    assert reply.error == "HTTP 302 Found: moved (redirects are not followed: set the final URL)"
+
+
 def test_an_answer_after_the_timeout_is_retried_with_the_same_idempotency_key(spark, lake_dir, receiver):
     """The limit of exactly-once: a receiver that took the POST but answered late gets it again; the
     Idempotency-Key lets it drop the copy."""
