@@ -9,6 +9,7 @@
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
+    auditlake alerts [--dry-run]            each new detection (gold.rpt_detections) once to the webhook
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -234,6 +235,23 @@ def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_alerts(cfg: Config, args: argparse.Namespace) -> int:
+    """Under the refresh lock: a refresh with alerts.on_refresh sends too, and two runs must not post
+    the same pending rows. Exit 1 while an alert stays pending (a scheduler retries)."""
+    from pipelines.alerts import AlertsError, send_alerts, webhook_url
+    from pipelines.spark_session import build_spark
+
+    url = None if args.dry_run else webhook_url(cfg)  # unset: one line, exit 2, before Spark starts
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        try:
+            report = send_alerts(build_spark(cfg), cfg, url, dry_run=args.dry_run, log=log)
+        except AlertsError as exc:
+            print(f"auditlake alerts: {exc}", file=sys.stderr)
+            return 1
+    log(report.summary)
+    return 0 if args.dry_run or report.pending == 0 else 1
+
+
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
     """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
     from pipelines.quality.gate import QualityGate, latest_run_summary
@@ -333,6 +351,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_erase)
+
+    p = sub.add_parser("alerts", help="post each new detection (gold.rpt_detections) once to the webhook "
+                                      "(alerts.webhook_url_env); state in ops.alert_deliveries; exit 1 while "
+                                      "any stays pending")
+    p.add_argument("--dry-run", action="store_true",
+                   help="queue the new detections and print what would be sent; send nothing")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.set_defaults(func=cmd_alerts)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)

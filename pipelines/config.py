@@ -4,9 +4,9 @@ The environment is chosen by ``--env`` or ``AUDITLAKE_ENV`` (default ``local``).
 Every key an environment file (or an ``AUDITLAKE__SECTION__KEY`` variable) sets must exist in
 ``base.yaml``, and every value is checked against ``RULES`` when the configuration loads: its
 type, and its enumeration, range or shape. A mode that needs a secret (``metastore.kind:
-postgresql``, ``writeback.source: jdbc``) needs the environment variable its ``*_env`` key names
-to be set. Any problem is a ``ConfigError`` whose one line names the key and the file or
-environment variable the value came from (``auditlake`` exits 2, before Spark starts).
+postgresql``, ``writeback.source: jdbc``, ``alerts.on_refresh: true``) needs the environment
+variable its ``*_env`` key names to be set. Any problem is a ``ConfigError`` whose one line names the key
+and the file or environment variable the value came from (``auditlake`` exits 2, before Spark starts).
 
 Secrets are never in conf/: a key ending in ``_env`` holds the NAME of the environment variable
 holding the secret, read with ``secret()`` where it is used. Code receives the resulting
@@ -44,14 +44,19 @@ SERVE_AUTH_MODES = ("none", "ldap")
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as Spark's date_format(t, 'E') writes them
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
-# mode key, the value that needs a secret, the key naming the environment variable that holds it
 S3_CREDENTIALS = ("keys", "provider_chain")
+# a detection's severity (gold.rpt_detections), in rising order: alerts.min_severity is one of them
+ALERT_SEVERITIES = ("low", "medium", "high", "critical")
+# what the variable alerts.webhook_url_env names must hold
+WEBHOOK_URL = re.compile(r"https?://\S+")
 # Location settings that may be s3a:// URIs (then the S3A client and its settings are used).
 S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir")
+# mode key, the value that needs a secret, the key naming the environment variable that holds it, what it is
 SECRETS = (
-    ("metastore.kind", "postgresql", "metastore.postgresql.password_env"),
-    ("writeback.source", "jdbc", "writeback.jdbc.password_env"),
-    ("serve.tls.enabled", True, "serve.tls.keystore_password_env"),
+    ("metastore.kind", "postgresql", "metastore.postgresql.password_env", "the password"),
+    ("writeback.source", "jdbc", "writeback.jdbc.password_env", "the password"),
+    ("serve.tls.enabled", True, "serve.tls.keystore_password_env", "the password"),
+    ("alerts.on_refresh", True, "alerts.webhook_url_env", "the webhook URL"),
 )
 
 
@@ -222,6 +227,11 @@ RULES: dict[str, Rule] = {
     "writeback.overlap_minutes": _whole(0),
     "erase.vacuum_retain_hours": _whole(0),
     "erase.salt_env": _ENV_NAME,
+    "alerts.webhook_url_env": _ENV_NAME,
+    "alerts.min_severity": _one_of(*ALERT_SEVERITIES),
+    "alerts.timeout_seconds": _whole(1, 300),
+    "alerts.max_per_run": _whole(1),
+    "alerts.on_refresh": Rule((bool,)),
 }
 
 
@@ -447,10 +457,15 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         dotted = ".".join(map(str, path))
         if dotted not in RULES and ".".join(map(str, (*path[:-1], "*"))) not in RULES:
             fail(dotted, "has no rule in pipelines/config.py RULES (every key of conf/base.yaml needs one)")
-    for mode_key, mode, env_key in SECRETS:
+    for mode_key, mode, env_key, what in SECRETS:
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
+            shown = str(mode).lower() if isinstance(mode, bool) else mode
             fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
-                          f"{mode_key} {mode} ({origin(mode_key)}) needs the password there")
+                          f"{mode_key} {shown} ({origin(mode_key)}) needs {what} there")
+    if lookup("alerts.on_refresh") and not WEBHOOK_URL.fullmatch(environ.get(lookup("alerts.webhook_url_env"), "")):
+        fail("alerts.webhook_url_env", f"names environment variable {lookup('alerts.webhook_url_env')}, which does "
+                                       "not hold an http:// or https:// URL: alerts.on_refresh is true "
+                                       f"({origin('alerts.on_refresh')})")
     for key in S3_LOCATION_KEYS:
         if re.match(r"(?i)s3n?://", str(lookup(key)).strip()):
             fail(key, f"is {lookup(key)!r}: Hadoop reads S3 as s3a:// (s3:// and s3n:// have no client here)")

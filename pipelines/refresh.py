@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines import alerts
 from pipelines.activity_log import bronze, feed
 from pipelines.activity_log.silver import promote, replay
 from pipelines.config import LAYER_SCHEMAS, Config
@@ -50,6 +51,7 @@ class RefreshReport:
     full_listing: bool = False  # bronze walks every folder of the landing root
     gold_skipped: bool = False  # nothing gold reads changed since its last build
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
+    alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
 
 
 def parse_layers(text: str) -> list[str]:
@@ -76,10 +78,24 @@ def run_refresh(
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
+    if "gold" in layers and cfg.get("alerts.on_refresh"):
+        send_alerts_after_gold(spark, cfg, report, log)
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
         raise WritebackSourceError("; ".join(writeback_errors))
     return report
+
+
+def send_alerts_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
+    """``auditlake alerts`` after the gold layer, built or skipped (so alerts left pending by a receiver
+    that was down go out with the next refresh). A failure is printed and never fails the refresh: the
+    detections stay pending, or are queued by the next run."""
+    try:
+        report.alerts = alerts.send_alerts(spark, cfg, alerts.webhook_url(cfg), log=log)
+        log(report.alerts.summary)
+    except Exception as exc:  # the lake is refreshed; an alert that did not go out waits for the next run
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+        log(f"alerts: not sent ({lines[0].strip()}); the refresh stands, the next run sends what is pending")
 
 
 def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:
@@ -252,6 +268,10 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
         ).first()
         out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
     out += _quarantine_by_reason(spark, t.writeback_quarantine)
+    if spark.catalog.tableExists(t.alert_deliveries):
+        row = spark.sql(f"SELECT count(*) AS n, count_if(status = '{alerts.PENDING}') AS pending "
+                        f"FROM {t.alert_deliveries}").first()
+        out.append((t.alert_deliveries, row["n"], f"detections queued for the webhook, {row['pending']} pending"))
     if spark.catalog.databaseExists(t.gold_schema):
         for name in mart_tables(spark, t.gold_schema):
             out.append((t.gold(name), spark.table(t.gold(name)).count(), "gold mart"))

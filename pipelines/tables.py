@@ -78,6 +78,15 @@ class Tables:
         """One row per `auditlake erase` (pipelines/erase.py): counts and tokens, never erased values."""
         return f"{self.ops_schema}.erasures"
 
+    @property
+    def alert_deliveries(self) -> str:
+        """One row per detection queued for the webhook (pipelines/alerts.py): pending or sent, the payload."""
+        return f"{self.ops_schema}.alert_deliveries"
+
+    @property
+    def detections(self) -> str:
+        """Every detection of the detection reports, one row each (dbt); what `auditlake alerts` sends."""
+        return f"{self.gold_schema}.rpt_detections"
 
     def gold(self, name: str) -> str:
         """A gold table (dbt names them: marts fct_/dim_/rpt_)."""

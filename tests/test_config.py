@@ -144,6 +144,26 @@ def test_missing_secret_variable_names_key_and_files():
     assert load_config("local", environ={}).get("writeback.source") == "file"
 
 
+def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
+    on = {"AUDITLAKE__ALERTS__ON_REFRESH": "true"}
+    with pytest.raises(ConfigError, match=r"^[^\n]*base\.yaml: config key 'alerts\.webhook_url_env' names "
+                                          r"environment variable AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: "
+                                          r"alerts\.on_refresh true \(environment variable "
+                                          r"AUDITLAKE__ALERTS__ON_REFRESH\) needs the webhook URL there$"):
+        load_config("test", environ=on)
+    with pytest.raises(ConfigError, match=r"which does not hold an http:// or https:// URL") as caught:
+        load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": "hooks.slack.com/services/T0/B0/token"})
+    assert "token" not in str(caught.value)  # the URL is a secret: never in a message
+    url = "https://hooks.slack.com/services/T0/B0/token"
+    cfg = load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": url})
+    assert secret(cfg, "alerts.webhook_url_env", {"AUDITLAKE_ALERTS_WEBHOOK_URL": url}) == url
+    assert "token" not in repr(cfg)
+    assert load_config("test", environ={}).get("alerts.on_refresh") is False  # off: the variable is not asked for
+    with pytest.raises(ConfigError, match=r"config key 'alerts\.min_severity' must be one of low, medium, high, "
+                                          r"critical, got 'urgent'"):
+        load_config("test", environ={"AUDITLAKE__ALERTS__MIN_SEVERITY": "urgent"})
+
+
 def test_env_interpolation_is_not_a_secrets_mechanism(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  app_name: ${env:AUDITLAKE_TEST_NAME}\n")
     with pytest.raises(ConfigError, match=r"test\.yaml: config key 'spark\.app_name' uses \$\{env:\.\.\.\}, which "
