@@ -23,6 +23,7 @@ unversioned as (
         cast(null as string) as site_role,
         cast(null as boolean) as is_system_admin,
         cast(null as timestamp) as valid_from,
+        cast(null as string) as first_event_id,
         cast(null as timestamp) as valid_to,
         cast(null as string) as previous_site_role,
         cast(null as boolean) as was_system_admin
