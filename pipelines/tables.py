@@ -78,6 +78,11 @@ class Tables:
         """One row per `auditlake erase` (pipelines/erase.py): counts and tokens, never erased values."""
         return f"{self.ops_schema}.erasures"
 
+    @property
+    def ocsf_exports(self) -> str:
+        """One row per (`auditlake export ocsf`, OCSF class, mart) that wrote events: the watermarks
+        (pipelines/ocsf/export.py)."""
+        return f"{self.ops_schema}.ocsf_exports"
 
     def gold(self, name: str) -> str:
         """A gold table (dbt names them: marts fct_/dim_/rpt_)."""
