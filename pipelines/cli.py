@@ -10,6 +10,7 @@
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
     auditlake alerts [--dry-run]            each new detection (gold.rpt_detections) once to the webhook
+    auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -252,6 +254,22 @@ def cmd_alerts(cfg: Config, args: argparse.Namespace) -> int:
     return 0 if args.dry_run or report.pending == 0 else 1
 
 
+def cmd_export_ocsf(cfg: Config, args: argparse.Namespace) -> int:
+    """Under the refresh lock: two exports at once would write the same events twice."""
+    from pipelines.ocsf.export import export_ocsf
+    from pipelines.spark_session import build_spark
+
+    out = args.out.strip() if args.out else None
+    if out and re.match(r"(?i)s3n?://", out):
+        raise ConfigError(f"--out {out}: Hadoop writes S3 as s3a:// (s3:// and s3n:// have no client here)")
+    if out and out.startswith("s3a://") and not cfg.uses_s3:
+        raise ConfigError(f"--out {out}: the S3A client is loaded only when a configured location is s3a://; "
+                          "set ocsf.out_dir (AUDITLAKE__OCSF__OUT_DIR) instead")
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        export_ocsf(build_spark(cfg), cfg, out=out, log=log)
+    return 0
+
+
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
     """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
     from pipelines.quality.gate import QualityGate, latest_run_summary
@@ -360,6 +378,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_alerts)
+    p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf` writes OCSF events")
+    export = p.add_subparsers(dest="action", required=True)
+    p = export.add_parser("ocsf", help="gold's security facts as OCSF 1.3 events in Amazon Security Lake's "
+                                       "custom-source layout (Parquet), those not exported before (docs/ocsf.md)")
+    p.add_argument("--out", metavar="URI", help="the Security Lake bucket (s3a://...) or a folder "
+                                                "(default ocsf.out_dir); files go under <out>/ext/")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.set_defaults(func=cmd_export_ocsf)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)

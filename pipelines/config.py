@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 import yaml
 
 from pipelines.activity_log import AUDITLAKE, DATE_FIRST, SCHEMA_FIRST
+from pipelines.ocsf import OCSF_VERSIONS, SOURCE_NAME_PATTERN
 from pipelines.writeback import ROLES as WRITEBACK_ROLES
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,7 @@ ALERT_SEVERITIES = ("low", "medium", "high", "critical")
 # what the variable alerts.webhook_url_env names must hold
 WEBHOOK_URL = re.compile(r"https?://\S+")
 # Location settings that may be s3a:// URIs (then the S3A client and its settings are used).
-S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir")
+S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir", "ocsf.out_dir")
 # mode key, the value that needs a secret, the key naming the environment variable that holds it, what it is
 SECRETS = (
     ("metastore.kind", "postgresql", "metastore.postgresql.password_env", "the password"),
@@ -232,6 +233,12 @@ RULES: dict[str, Rule] = {
     "alerts.timeout_seconds": _whole(1, 300),
     "alerts.max_per_run": _whole(1),
     "alerts.on_refresh": Rule((bool,)),
+    "ocsf.out_dir": _text(),  # a path or URI; "" = <data_dir>/ocsf
+    "ocsf.source_name": _text(SOURCE_NAME_PATTERN, "at most 15 letters, digits, - or _ (Security Lake's source "
+                                                   "names have 20 characters at most, and -<class_uid> is added)"),
+    "ocsf.region": _text(r"[a-z]{2}(-[a-z]+)+-\d", "an AWS region name (e.g. us-east-1)"),
+    "ocsf.account_id": _text(r"\d{12}|external(_[A-Za-z0-9-]+)?", "a 12-digit AWS account id or external[_<id>]"),
+    "ocsf.version": _one_of(*OCSF_VERSIONS),
 }
 
 

@@ -330,7 +330,25 @@ def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, request
     record_erasure(spark, cfg, report, requested_by or getpass.getuser())
     log(f"erase {erasure_id}: {report.rows_total} rows in {len(rows_by_table)} tables pseudonymised; "
         f"recorded in {tables(cfg).erasures}")
+    exported = ocsf_exports_note(spark, cfg)
+    if exported:
+        log(exported)
     return report
+
+
+def ocsf_exports_note(spark: SparkSession, cfg: Config) -> str | None:
+    """`auditlake export ocsf` wrote copies outside the lake (Parquet for Security Lake), which an
+    erasure cannot rewrite: say so when there are any (docs/ocsf.md)."""
+    table = tables(cfg).ocsf_exports
+    if not spark.catalog.tableExists(table):
+        return None
+    exports, since, places = spark.sql(
+        f"SELECT count(DISTINCT export_id), cast(min(exported_at) AS date), concat_ws(', ', collect_set(out_dir)) "
+        f"FROM {table}").first()
+    if not exports:
+        return None
+    return (f"erase: not erased: {exports} OCSF exports since {since} to {places} are copies handed to another "
+            "system (ops.ocsf_exports); erase the person there too (docs/ocsf.md)")
 
 
 def scrub_quality_reports(context_dir: Path, person: Person, tokens: dict[str, str]) -> int:

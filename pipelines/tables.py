@@ -88,6 +88,12 @@ class Tables:
         """Every detection of the detection reports, one row each (dbt); what `auditlake alerts` sends."""
         return f"{self.gold_schema}.rpt_detections"
 
+    @property
+    def ocsf_exports(self) -> str:
+        """One row per (`auditlake export ocsf`, OCSF class, mart) that wrote events: the watermarks
+        (pipelines/ocsf/export.py)."""
+        return f"{self.ops_schema}.ocsf_exports"
+
     def gold(self, name: str) -> str:
         """A gold table (dbt names them: marts fct_/dim_/rpt_)."""
         return f"{self.gold_schema}.{name}"
