@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "analyst-guide.md"
 # a sql block, then (after blank lines) the Markdown table that shows its output, if any
-_BLOCK = re.compile(r"```sql\n(?P<sql>.*?)```\n(?P<gap>\n*)(?P<table>(?:\|.*\|\n)*)", re.S)
+_BLOCK = re.compile(r"```sql\n(?P<sql>.*?)```\n(?P<gap>\n*)(?P<table>(?:\|[^\n]*\|\n)*)", re.S)
 
 
 def _cell(value) -> str:
@@ -28,7 +28,7 @@ def markdown_table(columns: list[str], rows: list[tuple]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def refresh_guide(spark: SparkSession, text: str, max_rows: int = 10, log=print) -> str:
+def refresh_guide(spark: SparkSession, text: str, max_rows: int = 20, log=print) -> str:
     """``text`` with every SQL block's output table rewritten from ``spark``."""
     def rewrite(match: re.Match) -> str:
         sql = match["sql"]

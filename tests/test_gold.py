@@ -197,6 +197,25 @@ def test_marts_answer_the_stories_in_the_data(spark, gold_lake):
     assert all(j["state_timeline"].endswith("Failed") for j in failed)
 
 
+def test_every_finding_of_every_detection_report_is_in_rpt_detections_once(spark, gold_lake):
+    """rpt_detections is the union of the detection reports: each report's rows, each with a unique
+    id, a severity and evidence (what `auditlake alerts` sends and a SIEM reads)."""
+    cfg, _, _ = gold_lake
+    t = tables(cfg)
+    found = spark.table(t.detections)
+    by_report = {r["report"]: r["n"] for r in found.groupBy("report").agg(F.count("*").alias("n")).collect()}
+    reports = [r[0] for r in spark.sql(f"SHOW TABLES IN {t.gold_schema} LIKE 'rpt_*'").select("tableName").collect()]
+    reports = [r for r in reports if r not in ("rpt_detections", "rpt_feed_gaps", "rpt_inactive_licensed_users")]
+    assert len(reports) == 9, reports  # inactive users reach rpt_detections through rpt_licence_right_sizing
+    for report in reports:
+        assert by_report.get(report, 0) == spark.table(t.gold(report)).count(), report
+    assert by_report.get("rpt_failed_login_bursts", 0) > 0  # the generator's burst story
+    assert found.count() == found.select("detection_id").distinct().count()
+    assert found.where("severity NOT IN ('low', 'medium', 'high', 'critical') OR detected_at IS NULL").count() == 0
+    assert found.where("report NOT IN ('rpt_licence_right_sizing', 'rpt_stale_content') "
+                       "AND size(evidence_event_ids) = 0").count() == 0
+
+
 def test_dbt_docs_generate(spark, gold_lake):
     cfg, _, _ = gold_lake
     run_dbt(spark, cfg, ["docs", "generate", "--quiet"])
