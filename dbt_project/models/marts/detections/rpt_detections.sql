@@ -9,8 +9,10 @@ with found as (
         last_failure_at as detected_at,
         cast(null as string) as site_luid,
         case when key_type = 'user' then key_value end as user_key,
-        concat(failures, ' failed sign-ins ', case when key_type = 'user' then 'for ' else 'from ' end, key_value,
-               ' between ', first_failure_at, ' and ', last_failure_at) as summary,
+        concat(
+            failures, ' failed sign-ins ', case when key_type = 'user' then 'for ' else 'from ' end, key_value,
+            ' between ', first_failure_at, ' and ', last_failure_at
+        ) as summary,
         evidence_event_ids
     from {{ ref('rpt_failed_login_bursts') }}
     union all
@@ -46,8 +48,10 @@ with found as (
         last_event_at as detected_at,
         site_luid,
         user_luid as user_key,
-        concat(events, ' downloads/exports of ', content_items, ' items in ', window_start, ' - ', window_end,
-               ' (usual: ', coalesce(cast(round(baseline_events, 1) as string), 'none'), ')') as summary,
+        concat(
+            events, ' downloads/exports of ', content_items, ' items in ', window_start, ' - ', window_end,
+            ' (usual: ', coalesce(cast(round(baseline_events, 1) as string), 'none'), ')'
+        ) as summary,
         evidence_event_ids
     from {{ ref('rpt_mass_downloads') }}
     union all
@@ -71,9 +75,13 @@ with found as (
         event_time as detected_at,
         site_luid,
         coalesce(user_email, tenant_user_id, user_luid) as user_key,
-        concat('first sign-in ',
-               concat_ws(' and ', case when is_new_address then concat('from ', ip_address) end,
-                         case when is_new_user_agent then concat('with ', user_agent) end)) as summary,
+        concat(
+            'first sign-in ',
+            concat_ws(
+                ' and ', case when is_new_address then concat('from ', ip_address) end,
+                case when is_new_browser then concat('with ', user_agent) end
+            )
+        ) as summary,
         evidence_event_ids
     from {{ ref('rpt_new_sign_in_sources') }}
     union all
@@ -109,8 +117,10 @@ with found as (
         stale_since as detected_at,
         site_luid,
         current_owner_luid as user_key,
-        concat(content_type, ' ', coalesce(content_name, content_luid), ' not opened since ',
-               coalesce(cast(last_accessed_at as string), 'it was first seen')) as summary,
+        concat(
+            content_type, ' ', coalesce(content_name, content_luid), ' not opened since ',
+            coalesce(cast(last_accessed_at as string), 'it was first seen')
+        ) as summary,
         evidence_event_ids
     from {{ ref('rpt_stale_content') }}
 )

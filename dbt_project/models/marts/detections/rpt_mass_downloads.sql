@@ -45,7 +45,7 @@ baselines as (
         on
             w.site_luid = b.site_luid
             and w.user_luid = b.user_luid
-            and b.window_number < w.window_number
+            and w.window_number > b.window_number
             and b.window_number >= w.window_number - {{ baseline_windows }}
     group by w.site_luid, w.user_luid, w.window_number
 )

@@ -46,7 +46,7 @@ flagged as (
     select
         *,
         ip_address is not null and nth_from_address = 1 as is_new_address,
-        user_agent is not null and nth_from_agent = 1 as is_new_user_agent
+        user_agent is not null and nth_from_agent = 1 as is_new_browser
     from ranked
     where event_time >= user_first_seen_at + make_interval(0, 0, 0, {{ var('new_sign_in_source_learning_days') }})
 )
@@ -54,7 +54,7 @@ flagged as (
 select
     sha2(concat_ws('|', 'new_sign_in_source', event_id), 256) as detection_id,
     case
-        when is_new_address and is_new_user_agent then 'high'
+        when is_new_address and is_new_browser then 'high'
         when is_new_address then 'medium'
         else 'low'
     end as severity,
@@ -68,8 +68,8 @@ select
     ip_address,
     user_agent,
     is_new_address,
-    is_new_user_agent,
+    is_new_browser,
     user_first_seen_at,
     array(event_id) as evidence_event_ids
 from flagged
-where is_new_address or is_new_user_agent
+where is_new_address or is_new_browser

@@ -3,6 +3,8 @@
 -- configuration, tenant roles, sites created, suspended, reactivated or deleted, site limits,
 -- private connections and tenant settings (Cloud Manager events).
 {% set weekdays = var('change_window_weekdays') %}
+{% set on_a_window_day = "date_format(event_time, 'E') in ('" ~ weekdays | join("', '") ~ "')"
+    if weekdays else "false" %}
 
 with site_changes as (
     {{ group_events('admin_security_changes', 'site', [
@@ -72,7 +74,7 @@ select
     array(event_id) as evidence_event_ids
 from changes
 where not (
-    {% if weekdays %}date_format(event_time, 'E') in ({% for d in weekdays %}'{{ d }}'{{ ", " if not loop.last }}{% endfor %}){% else %}false{% endif %}
+    {{ on_a_window_day }}
     and hour(event_time) >= {{ var('change_window_start_hour') }}
     and hour(event_time) < {{ var('change_window_end_hour') }}
 )

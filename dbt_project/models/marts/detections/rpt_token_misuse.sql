@@ -38,7 +38,7 @@ latest_change as (
         s.event_id,
         max_by(struct(c.event_id, c.action, c.new_role), struct(c.event_time, c.event_id)) as change
     from pat_sign_ins as s
-    inner join owner_changes as c on s.owner_key = c.owner_key and c.event_time < s.event_time
+    inner join owner_changes as c on s.owner_key = c.owner_key and s.event_time > c.event_time
     group by s.event_id
 ),
 
@@ -54,7 +54,10 @@ after_owner_left as (
     inner join latest_change as l on s.event_id = l.event_id
     where
         l.change.action = 'deleted'
-        or (l.change.action like '%role_changed' and lower(coalesce(l.change.new_role, 'unlicensed')) in ('unlicensed', 'none', ''))
+        or (
+            l.change.action like '%role_changed'
+            and lower(coalesce(l.change.new_role, 'unlicensed')) in ('unlicensed', 'none', '')
+        )
 ),
 
 -- every Cloud Manager event that shows a user's address: successful sign-ins and their own changes

@@ -14,10 +14,18 @@ authoring as (
         max(event_time) as last_authored_at,
         max_by(event_id, struct(event_time, event_id)) as last_authoring_event_id
     from (
-        select site_luid, actor_user_luid as user_luid, event_id, event_time
+        select
+            site_luid,
+            actor_user_luid as user_luid,
+            event_id,
+            event_time
         from {{ ref('fct_content_lifecycle') }}
         union all
-        select site_luid, actor_user_luid as user_luid, event_id, event_time
+        select
+            site_luid,
+            actor_user_luid as user_luid,
+            event_id,
+            event_time
         from {{ ref('fct_content_access') }}
         where event_type = 'hist_access_authoring_view'
     ) as authored
@@ -45,7 +53,10 @@ downgrades as (
         u.is_current
         and u.site_role in ('Creator', 'Explorer', 'ExplorerCanPublish')
         and u.valid_from <= x.as_of_time - make_interval(0, 0, 0, {{ var('licence_idle_days') }})
-        and (a.last_authored_at is null or a.last_authored_at < x.as_of_time - make_interval(0, 0, 0, {{ var('licence_idle_days') }}))
+        and (
+            a.last_authored_at is null
+            or a.last_authored_at < x.as_of_time - make_interval(0, 0, 0, {{ var('licence_idle_days') }})
+        )
 ),
 
 removals as (

@@ -6,11 +6,19 @@ with as_of as (
 ),
 
 accesses as (
-    select content_luid, event_time, event_id from {{ ref('fct_content_access') }}
+    select
+        content_luid,
+        event_time,
+        event_id
+    from {{ ref('fct_content_access') }}
     where content_luid is not null
     union all
     -- a view opened is its workbook opened
-    select workbook_luid as content_luid, event_time, event_id from {{ ref('fct_content_access') }}
+    select
+        workbook_luid as content_luid,
+        event_time,
+        event_id
+    from {{ ref('fct_content_access') }}
     where workbook_luid is not null
 ),
 
@@ -43,4 +51,7 @@ where
     lower(c.content_type) in ('workbook', 'datasource')
     and c.deleted_at is null
     and c.first_seen_at <= x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
-    and (l.last_accessed_at is null or l.last_accessed_at < x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }}))
+    and (
+        l.last_accessed_at is null
+        or l.last_accessed_at < x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
+    )

@@ -56,6 +56,8 @@ escalations as (
 
 select
     *,
-    case when escalation in ('system_admin_granted', 'tenant_admin_granted') then 'critical' else 'high' end as severity,
+    case
+        when escalation in ('system_admin_granted', 'tenant_admin_granted') then 'critical' else 'high'
+    end as severity,
     filter(array(event_id), e -> e is not null) as evidence_event_ids
 from escalations
