@@ -46,7 +46,7 @@ from pipelines.config import ALERT_SEVERITIES, WEBHOOK_URL, Config, ConfigError,
 from pipelines.delta_util import create_table_if_missing
 from pipelines.tables import tables
 
-PENDING, SENT = "pending", "sent"
+PENDING, SENT, SKIPPED = "pending", "sent", "skipped"  # skipped: recorded by --skip-backlog, never posted
 DELIVERIES_SCHEMA = (
     "detection_id string, detection string, severity string, detected_at timestamp, status string, "
     "attempts int, last_error string, first_queued_at timestamp, last_attempt_at timestamp, "
@@ -155,9 +155,10 @@ def detections_to_queue(detections: DataFrame, known: DataFrame, min_severity: s
             .select(*DETECTION_FIELDS, F.unix_micros("detected_at").alias("detected_us")))
 
 
-def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime) -> int:
-    """MERGE the detections not seen before into ``ops.alert_deliveries`` as pending, insert-only
-    (keyed on ``detection_id``); -> how many. No commit when there are none."""
+def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status: str = PENDING) -> int:
+    """MERGE the detections not seen before into ``ops.alert_deliveries`` as ``status`` (pending, or
+    skipped for a backlog), insert-only (keyed on ``detection_id``); -> how many. No commit when
+    there are none."""
     t = tables(cfg)
     if not spark.catalog.tableExists(t.detections):
         raise AlertsError(f"{t.detections} does not exist: build gold first (auditlake refresh)")
@@ -167,7 +168,7 @@ def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime) -> int
                                  cfg.get("alerts.min_severity")).collect():
         detection = r.asDict()
         when = detection["detected_at"] = _from_micros(r["detected_us"])
-        rows.append((r["detection_id"], r["detection"], r["severity"], when, PENDING, 0, None, now, None, None,
+        rows.append((r["detection_id"], r["detection"], r["severity"], when, status, 0, None, now, None, None,
                      payload(detection)))
     if rows:
         new = spark.createDataFrame(rows, DELIVERIES_SCHEMA)
@@ -253,6 +254,20 @@ def record_outcomes(spark: SparkSession, cfg: Config, outcomes: list[tuple[str, 
          "last_attempt_at": F.col("o.attempted_at"),
          "sent_at": F.expr("CASE WHEN o.delivered THEN o.attempted_at END"),
      }).execute())
+
+
+def skip_backlog(spark: SparkSession, cfg: Config, log=print) -> int:
+    """Start alerting from now: every detection the report holds that was never queued, and every
+    pending one, is recorded as skipped (never posted); later detections are sent as usual. -> how many."""
+    t = tables(cfg)
+    queued = queue_new_detections(spark, cfg, datetime.now(UTC), status=SKIPPED)
+    pending = spark.table(t.alert_deliveries).where(F.col("status") == PENDING).count()
+    if pending:
+        DeltaTable.forName(spark, t.alert_deliveries).update(
+            F.col("status") == PENDING, {"status": F.lit(SKIPPED), "last_error": F.lit("backlog: not posted")})
+    log(f"alerts: {queued + pending} detection(s) recorded as skipped, never to be posted "
+        f"({queued} not queued before, {pending} pending); later detections are sent")
+    return queued + pending
 
 
 def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool = False,

@@ -9,7 +9,7 @@
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
-    auditlake alerts [--dry-run]            each new detection (gold.rpt_detections) once to the webhook
+    auditlake alerts [--dry-run|--skip-backlog]  each new detection (gold.rpt_detections) once to the webhook
     auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
@@ -240,9 +240,17 @@ def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
 def cmd_alerts(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: a refresh with alerts.on_refresh sends too, and two runs must not post
     the same pending rows. Exit 1 while an alert stays pending (a scheduler retries)."""
-    from pipelines.alerts import AlertsError, send_alerts, webhook_url
+    from pipelines.alerts import AlertsError, send_alerts, skip_backlog, webhook_url
     from pipelines.spark_session import build_spark
 
+    if args.skip_backlog:
+        with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+            try:
+                skip_backlog(build_spark(cfg), cfg, log=log)
+            except AlertsError as exc:
+                print(f"auditlake alerts: {exc}", file=sys.stderr)
+                return 1
+        return 0
     url = None if args.dry_run else webhook_url(cfg)  # unset: one line, exit 2, before Spark starts
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
         try:
@@ -373,11 +381,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("alerts", help="post each new detection (gold.rpt_detections) once to the webhook "
                                       "(alerts.webhook_url_env); state in ops.alert_deliveries; exit 1 while "
                                       "any stays pending")
-    p.add_argument("--dry-run", action="store_true",
-                   help="queue the new detections and print what would be sent; send nothing")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true",
+                      help="queue the new detections and print what would be sent; send nothing")
+    mode.add_argument("--skip-backlog", action="store_true",
+                      help="start from now: record every detection not sent yet as skipped (never posted), "
+                           "e.g. before the first run on a lake with history; later detections are sent")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_alerts)
+
     p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf` writes OCSF events")
     export = p.add_subparsers(dest="action", required=True)
     p = export.add_parser("ocsf", help="gold's security facts as OCSF 1.3 events in Amazon Security Lake's "

@@ -13,7 +13,7 @@ import pytest
 
 from devtools.pg_server import free_port
 from devtools.webhook_receiver import WebhookReceiver
-from pipelines.alerts import headline, payload, post_json, send_alerts
+from pipelines.alerts import headline, payload, post_json, send_alerts, skip_backlog
 from pipelines.config import ConfigError, load_config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.erase import Person, erasable_tables, pseudonymise_table, token_for
@@ -297,3 +297,24 @@ def test_refresh_prints_alerts_and_a_webhook_failure_does_not_fail_it(spark, lak
     receiver.mode = "up"
     send_alerts_after_gold(spark, cfg, report, lines.append)
     assert lines[-1] == "alerts: 0 new, 1 sent, 0 pending" and report.alerts.sent == 1
+
+
+def test_skip_backlog_records_history_as_skipped_and_later_detections_are_sent(spark, lake_dir, receiver):
+    """The first run on a lake with history: --skip-backlog posts nothing and records what is there
+    (never queued, or pending after an outage) as skipped; a detection that comes later is sent."""
+    cfg = _lake(lake_dir, "alerts_backlog")
+    _rebuild_detections(spark, cfg, [_detection(n) for n in range(3)])
+    receiver.mode = "down"
+    send_alerts(spark, cfg, receiver.url, log=_quiet)  # det-000..002 pending after the outage
+    _rebuild_detections(spark, cfg, [_detection(n) for n in range(5)])
+    lines: list[str] = []
+    assert skip_backlog(spark, cfg, log=lines.append) == 5
+    assert lines == ["alerts: 5 detection(s) recorded as skipped, never to be posted (2 not queued before, "
+                     "3 pending); later detections are sent"]
+    assert {s["status"] for s in _states(spark, cfg).values()} == {"skipped"}
+
+    receiver.mode = "up"
+    _rebuild_detections(spark, cfg, [_detection(n) for n in range(6)])
+    later = send_alerts(spark, cfg, receiver.url, log=_quiet)
+    assert (later.new, later.sent, later.pending) == (1, 1, 0)
+    assert _received_ids(receiver) == ["det-005"]
