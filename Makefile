@@ -8,6 +8,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
+# The analysts' pseudonym key (analyst.pseudonym_key_env): yours from the environment, else one made
+# once for this checkout (data/pseudonym.key: git-ignored, owner-only), so `make demo` and `make test`
+# run on a fresh clone. Use it for later commands: export AUDITLAKE_PSEUDONYM_KEY=$$(cat data/pseudonym.key)
+DEMO_KEY := data/pseudonym.key
+export AUDITLAKE_PSEUDONYM_KEY ?= $(shell mkdir -p data && { test -s $(DEMO_KEY) || (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > $(DEMO_KEY)); } && cat $(DEMO_KEY))
 
 .PHONY: demo test test-fast setup system-deps pg-deps ldap-deps clients registry lint lint-sql bench clean distclean
 

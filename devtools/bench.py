@@ -30,8 +30,7 @@ def _bench_cfg(cfg: Config, root: Path) -> Config:
 
 def _fresh_lake(spark, bcfg: Config) -> None:
     shutil.rmtree(bcfg.data_dir, ignore_errors=True)
-    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(bcfg).gold_staging_schema,
-                                                                               tables(bcfg).analyst_schema]:
+    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(bcfg).gold_staging_schema]:
         spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
 
 

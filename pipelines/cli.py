@@ -5,7 +5,7 @@
     auditlake refresh --layers bronze [--source DIR]
     auditlake gold staging | gold dbt ARGS  regenerate dbt staging models; run dbt in-process
     auditlake sql "SELECT ..." [--format table|csv|json]
-    auditlake serve                         Spark Thrift Server (JDBC/ODBC) on serve.host:serve.port
+    auditlake serve [--role auditor]        Thrift server (JDBC/ODBC): analysts' (masked) or auditors' (clear)
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from pipelines.config import Config, ConfigError, load_config
+from pipelines.config import SERVE_ROLES, Config, ConfigError, load_config
 from pipelines.ops import RefreshBusyError, refresh_lock
 
 # Exit codes a scheduler can act on: 1 failed, 2 bad configuration, 75 (EX_TEMPFAIL) another
@@ -171,16 +171,18 @@ def cmd_sql(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.gold.analyst_views import analyst_views_current, publish_analyst_views
-    from pipelines.serve import serve_forever
-    from pipelines.spark_session import build_spark
-    from pipelines.tables import tables
+    if args.role == "analyst":  # a process of its own, as another OS user: no Spark here
+        from pipelines.analyst.launch import LaunchError, serve_analysts
 
-    spark = build_spark(cfg)
-    # the views' masks name the auditors: a changed gold.pii_auditors applies from this start on
-    if spark.catalog.databaseExists(tables(cfg).gold_schema) and not analyst_views_current(spark, cfg):
-        publish_analyst_views(spark, cfg, log=log)
-    serve_forever(spark, cfg, log=log)
+        try:
+            return serve_analysts(cfg, log=log)
+        except LaunchError as exc:
+            print(f"auditlake serve: {exc}", file=sys.stderr)
+            return 2
+    from pipelines.serve import serve_auditors
+    from pipelines.spark_session import build_spark
+
+    serve_auditors(build_spark(cfg), cfg, log=log)
     return 0
 
 
@@ -345,7 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "reconciliation (reads all of history: slower as the lake grows)")
     p.set_defaults(func=cmd_refresh)
 
-    p = sub.add_parser("serve", help="start the Spark Thrift Server (JDBC/ODBC) over the lakehouse")
+    p = sub.add_parser("serve", help="start a Spark Thrift Server (JDBC/ODBC): the analysts' (masked tables only, "
+                                     "serve.port) or the auditors' (every schema in clear, serve.auditor_port)")
+    p.add_argument("--role", choices=SERVE_ROLES, default="analyst",
+                   help="analyst (default): a process of its own, as serve.analyst_os_user, over the masked "
+                        "analyst tables; auditor: the lakehouse's own session, every schema in clear")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("sql", help="run one SQL query on the lakehouse and print the result")

@@ -42,6 +42,8 @@ SEVERITIES = ("critical", "warning")  # critical stops promotion, warning is rep
 WRITEBACK_SOURCES = ("file", "jdbc", "none")
 # none: any user name, no password (loopback only) | ldap: a bind to serve.ldap.url checks it
 SERVE_AUTH_MODES = ("none", "ldap")
+# `auditlake serve --role`: the analysts' server (masked tables only; the default) or the auditors' (clear)
+SERVE_ROLES = ("analyst", "auditor")
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as Spark's date_format(t, 'E') writes them
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
@@ -51,13 +53,16 @@ ALERT_SEVERITIES = ("low", "medium", "high", "critical")
 # what the variable alerts.webhook_url_env names must hold
 WEBHOOK_URL = re.compile(r"https?://\S+")
 # Location settings that may be s3a:// URIs (then the S3A client and its settings are used).
-S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir", "ocsf.out_dir")
+S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir", "ocsf.out_dir", "analyst.dir")
+# characters of the pseudonym key at least (a short one could be found by trying keys)
+MIN_PSEUDONYM_KEY_LENGTH = 32
 # mode key, the value that needs a secret, the key naming the environment variable that holds it, what it is
 SECRETS = (
     ("metastore.kind", "postgresql", "metastore.postgresql.password_env", "the password"),
     ("writeback.source", "jdbc", "writeback.jdbc.password_env", "the password"),
     ("serve.tls.enabled", True, "serve.tls.keystore_password_env", "the password"),
     ("alerts.on_refresh", True, "alerts.webhook_url_env", "the webhook URL"),
+    ("analyst.enabled", True, "analyst.pseudonym_key_env", "the pseudonym key"),
 )
 
 
@@ -124,6 +129,7 @@ _MEMORY = _text(r"(?i)\d+(b|[kmgtp]b?)?", "an amount of memory such as 512m or 4
 _SPARK_MASTER = (r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://\S+|yarn",
                  "a Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://...)")
 _MAPPING = Rule((dict,))
+_DN_PATTERNS = _text(r"([^%]*%s[^%]*)(:[^%]*%s[^%]*)*|", "DN patterns with %s, colon-separated")
 _SHARE = _number(0, 1)
 
 
@@ -169,8 +175,6 @@ RULES: dict[str, Rule] = {
     "gold.detections.licence_idle_days": _whole(1),
     "gold.detections.stale_content_days": _whole(1),
     "gold.compact_files_over": _whole(0),
-    "gold.analyst_schema": _SCHEMA,
-    "gold.pii_auditors": _list_of(r"[^\s'`\\]+", "user names (no spaces, quotes or backslashes)"),
     "feed.baseline_days": _whole(1, 366),
     "feed.usual_share": _SHARE,
     "feed.report_days": _whole(1, 3660),
@@ -183,10 +187,18 @@ RULES: dict[str, Rule] = {
     "metastore.postgresql.password_env": _ENV_NAME,
     "serve.host": _HOST,
     "serve.port": _PORT,
+    "serve.auditor_port": _PORT,
+    "serve.analyst_os_user": _text(r"[a-z_][a-z0-9_-]*", "an OS user name"),
     "serve.auth": _one_of(*SERVE_AUTH_MODES),
     "serve.ldap.url": _text(r"(ldaps?://\S+)?", "an ldap:// or ldaps:// URL"),  # "" unless auth is ldap
     "serve.ldap.base_dn": _text(),  # users are uid=<name>,<base_dn>
-    "serve.ldap.user_dn_pattern": _text(r"([^%]*%s[^%]*)(:[^%]*%s[^%]*)*|", "DN patterns with %s, colon-separated"),
+    "serve.ldap.user_dn_pattern": _DN_PATTERNS,
+    "serve.ldap.auditor_base_dn": _text(),
+    "serve.ldap.auditor_user_dn_pattern": _DN_PATTERNS,
+    "analyst.enabled": Rule((bool,)),
+    "analyst.schema": _SCHEMA,
+    "analyst.dir": _text(),  # a path or URI; "" = <data_dir>/analyst
+    "analyst.pseudonym_key_env": _ENV_NAME,
     "serve.tls.enabled": Rule((bool,)),
     "serve.tls.keystore_path": _text(),  # a PKCS12 or JKS keystore; "" unless tls is enabled
     "serve.tls.keystore_password_env": _ENV_NAME,
@@ -198,7 +210,7 @@ RULES: dict[str, Rule] = {
     "cluster.worker_memory": _MEMORY,
     "ops.schema": _SCHEMA,
     "quality.enabled": Rule((bool,)),
-    "quality.context_dir": _text(_NONEMPTY, "a path"),
+    "quality.context_dir": _text(),  # a path; "" = <data_dir>/quality
     "quality.pandas_max_rows": _whole(0),
     "quality.default_severity": _one_of(*SEVERITIES),
     "quality.thresholds.min_parse_rate": _SHARE,
@@ -291,6 +303,16 @@ class Config:
         return self.location("paths.warehouse_dir", "warehouse")
 
     @property
+    def analyst_dir(self) -> str:
+        """The analysts' masked tables (pipelines/analyst): may be object storage."""
+        return self.location("analyst.dir", "analyst")
+
+    @property
+    def quality_dir(self) -> Path:
+        """The GX file context (validation results and Data Docs quote values: kept with the data)."""
+        return Path(self.location("quality.context_dir", "quality"))
+
+    @property
     def metastore_dir(self) -> Path:
         return self.data_dir / "metastore"
 
@@ -320,15 +342,15 @@ LAYER_SCHEMAS = ("bronze", "silver", "ops", "gold")
 
 
 def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """AUDITLAKE__* overrides giving a lakehouse of its own (data dir, landing, GX context and
-    schemas ``<layer>_<name>``) beside the main one in the same metastore: tests, benchmarks."""
+    """AUDITLAKE__* overrides giving a lakehouse of its own (data dir, landing, GX context, analyst
+    tables and schemas ``<layer>_<name>``) beside the main one in the same metastore: tests, benchmarks."""
     out = dict(os.environ if environ is None else environ)
     out["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
     out["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
     out["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
+    out["AUDITLAKE__ANALYST__DIR"] = str(data_dir / "analyst")
     for layer in LAYER_SCHEMAS:
         out[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    out["AUDITLAKE__GOLD__ANALYST_SCHEMA"] = f"analyst_{name}"
     return out
 
 
@@ -473,6 +495,11 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         fail("alerts.webhook_url_env", f"names environment variable {lookup('alerts.webhook_url_env')}, which does "
                                        "not hold an http:// or https:// URL: alerts.on_refresh is true "
                                        f"({origin('alerts.on_refresh')})")
+    key_name = lookup("analyst.pseudonym_key_env")
+    if lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
+        fail("analyst.pseudonym_key_env", f"names environment variable {key_name}, which holds fewer than "
+                                          f"{MIN_PSEUDONYM_KEY_LENGTH} characters: make one with "
+                                          "`openssl rand -hex 32`")
     for key in S3_LOCATION_KEYS:
         if re.match(r"(?i)s3n?://", str(lookup(key)).strip()):
             fail(key, f"is {lookup(key)!r}: Hadoop reads S3 as s3a:// (s3:// and s3n:// have no client here)")
@@ -512,6 +539,16 @@ def _check_serve(lookup: Callable[[str], Any], fail: Callable[[str, str], NoRetu
         if not lookup("serve.ldap.base_dn") and not lookup("serve.ldap.user_dn_pattern"):
             fail("serve.ldap.base_dn", "or serve.ldap.user_dn_pattern must be set: serve.auth is ldap "
                                        f"({origin('serve.auth')}) and the server binds as the user's DN")
+        auditors = (lookup("serve.ldap.auditor_base_dn"), lookup("serve.ldap.auditor_user_dn_pattern"))
+        if not any(auditors):
+            fail("serve.ldap.auditor_base_dn", "or serve.ldap.auditor_user_dn_pattern must be set: serve.auth is "
+                                               f"ldap ({origin('serve.auth')}) and auditors sign in under DNs "
+                                               "of their own")
+        if auditors == (lookup("serve.ldap.base_dn"), lookup("serve.ldap.user_dn_pattern")):
+            fail("serve.ldap.auditor_base_dn", "must differ from serve.ldap.base_dn (and the patterns likewise): "
+                                               "every analyst could sign in to the auditors' server")
+    if lookup("serve.port") == lookup("serve.auditor_port"):
+        fail("serve.auditor_port", f"must differ from serve.port ({lookup('serve.port')})")
     if lookup("serve.tls.enabled") and not lookup("serve.tls.keystore_path"):
         fail("serve.tls.keystore_path", f"must be set: serve.tls.enabled is true ({origin('serve.tls.enabled')})")
 

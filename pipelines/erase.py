@@ -5,7 +5,8 @@ Rows are pseudonymised, never deleted, so every count the lake reconciles stays 
 covers). The steps:
 
 1. **Resolve** the person: from the LUID or e-mail given, the identifiers silver holds for them
-   (``IDENTITY_GROUPS``: the columns that describe one user within a row), followed until no new
+   (the catalogue's ``people``: the columns that describe one person within a row,
+   pipelines/personal_data/catalogue.yaml), followed until no new
    LUID or e-mail turns up. Nobody found: ``PersonNotFound``, nothing changed.
 2. **Pseudonymise** every Delta table of the bronze, silver, ops and gold schemas: each
    identifier becomes its token, ``erased:<12 hex of sha256(salt + identifier)>`` (one token per
@@ -42,6 +43,7 @@ from pipelines.activity_log.silver.promote import last_promoted
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.delta_util import create_table_if_missing, table_names, table_version
 from pipelines.gold import inputs as gold_inputs
+from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 
@@ -49,34 +51,6 @@ TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
-# The columns of silver's wide tables that describe one user within a row: the person's keys
-# (LUIDs / user ids and e-mails) and the names that go with them.
-IDENTITY_GROUPS: dict[str, tuple[dict[str, tuple[str, ...]], ...]] = {
-    "site": (
-        {"luid": ("actor_user_luid",), "name": ("actor_username",)},
-        {"luid": ("initiating_user_luid",), "name": ("initiating_username",)},
-        {"luid": ("user_luid",), "email": ("email", "former_email"),
-         "name": ("user_name", "user_display_name", "former_name")},
-        {"luid": ("target_user_luid",)},
-        {"luid": ("owner_luid",), "name": ("owner_name",)},
-        {"luid": ("new_owner_luid",), "name": ("new_owner_name",)},
-        {"luid": ("old_owner_luid",), "name": ("old_owner_name",)},
-        {"luid": ("obj_owner_luid",), "name": ("obj_owner_name",)},
-        {"luid": ("project_owner_luid",), "email": ("project_owner_email",)},
-        {"luid": ("creator_luid",), "name": ("creator_name",)},
-        {"luid": ("new_contact_luid",), "name": ("new_contact_name",)},
-        {"luid": ("old_contact_luid",), "name": ("old_contact_name",)},
-        {"luid": ("modified_by_user_luid",)},
-        {"luid": ("thumb_user_luid",)},
-    ),
-    "tenant": (
-        {"luid": ("initiating_user_id",), "email": ("initiating_user_email",),
-         "name": ("initiating_user_display_name",)},
-        {"luid": ("user_id",), "email": ("email", "new_email", "old_email"), "name": ("user_name",)},
-        {"luid": ("pat_user_id",)},
-        {"luid": ("session_user_id",)},
-    ),
-}
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
     "tokens array<string>, identifiers int, rows_by_table map<string,bigint>, rows_total bigint, "
@@ -135,13 +109,22 @@ def token_for(identifier: str, salt: str) -> str:
 
 
 def _groups_present(frame: DataFrame, family: str) -> list[dict[str, tuple[str, ...]]]:
-    present = set(frame.columns)
+    """The catalogue's people of ``family`` with the text columns ``frame`` has (integer user ids are
+    site-local numbers: a name-like match on them would hit unrelated values), each group kept when
+    it still holds a key or an e-mail."""
+    text = {f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)}
     out = []
-    for group in IDENTITY_GROUPS[family]:
-        kept = {role: tuple(c for c in cols if c in present) for role, cols in group.items()}
-        if kept.get("luid") or kept.get("email"):
+    for group in catalogue().people[family]:
+        kept = {role: tuple(c for c in cols if c in text) for role, cols in group.items()}
+        if kept.get(PERSON_KEY) or kept.get(EMAIL):
             out.append({role: cols for role, cols in kept.items() if cols})
     return out
+
+
+def _on_its_events(family: str, column: str, role: str) -> Column:
+    """The column's value where it has ``role`` (a by_event column: only on its event types)."""
+    events = catalogue().event_types(family, column, role)
+    return F.col(column) if events is None else F.when(F.col("event_type").isin(*events), F.col(column))
 
 
 def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
@@ -157,12 +140,12 @@ def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
                 continue
             frame = spark.table(t.silver_events(family))
             for group in _groups_present(frame, family):
-                key_cols = group.get("luid", ()) + group.get("email", ())
+                key_cols = group.get(PERSON_KEY, ()) + group.get(EMAIL, ())
                 hit = F.lit(False)
                 for c in key_cols:
                     hit = hit | F.lower(F.col(c)).isin(*person.keys)
-                values = frame.where(hit).select(
-                    F.array_distinct(F.array(*[F.col(c) for cols in group.values() for c in cols])).alias("v")
+                values = frame.where(hit).select(F.array_distinct(F.array(*[
+                    _on_its_events(family, c, role) for role, cols in group.items() for c in cols])).alias("v")
                 ).select(F.explode("v").alias("v")).where(F.col("v").isNotNull()).distinct().collect()
                 for r in values:
                     found = True
@@ -323,9 +306,9 @@ def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, request
     move_silver_past(spark, cfg, erasure_id)
     if gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
         gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))
-    files = scrub_quality_reports(cfg.path("quality.context_dir"), person, tokens)
+    files = scrub_quality_reports(cfg.quality_dir, person, tokens)
     if files:
-        log(f"erase: {files} validation result / Data Docs files under {cfg.path('quality.context_dir')} rewritten")
+        log(f"erase: {files} validation result / Data Docs files under {cfg.quality_dir} rewritten")
     report = ErasureReport(erasure_id, person.kind, sorted(set(tokens.values())), rows_by_table, retain, vacuumed)
     record_erasure(spark, cfg, report, requested_by or getpass.getuser())
     log(f"erase {erasure_id}: {report.rows_total} rows in {len(rows_by_table)} tables pseudonymised; "

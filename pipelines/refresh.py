@@ -13,9 +13,10 @@ from pyspark.sql import SparkSession
 from pipelines import alerts
 from pipelines.activity_log import bronze, feed
 from pipelines.activity_log.silver import promote, replay
+from pipelines.analyst.launch import secure_lake
+from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.gold import inputs as gold_inputs
-from pipelines.gold.analyst_views import analyst_views_current, publish_analyst_views
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
 from pipelines.gold.run import GoldError, GoldResult, build_gold
@@ -70,6 +71,7 @@ def run_refresh(
     report = RefreshReport(new_run_id(), layers)
     report.full_listing = full_listing
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
+    secure_lake(cfg)  # the lake's folders the refresh's user's alone: the analysts' server must not read them
     # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
     for layer in LAYER_SCHEMAS:
         clear_interrupted_creates(spark, cfg.get(f"{layer}.schema"), log=log, derived=layer == "gold")
@@ -185,8 +187,8 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
         report.gold_skipped = True
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
-        if not analyst_views_current(spark, cfg):  # missing, or made for other auditors
-            publish_analyst_views(spark, cfg, log=log)
+        if cfg.get("analyst.enabled") and not analyst_tables_published(spark, cfg):  # a lake from before
+            publish_analyst_tables(spark, cfg, log=log)
         feed.log_quiet_sites(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)
@@ -201,7 +203,8 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)
-    publish_analyst_views(spark, cfg, log=log)
+    if cfg.get("analyst.enabled"):
+        publish_analyst_tables(spark, cfg, log=log)
     gold_inputs.record_built(spark, cfg, inputs)
     feed.log_quiet_sites(spark, cfg, log=log)
 

@@ -1,9 +1,14 @@
-"""`auditlake serve`: the Spark Thrift Server (HiveThriftServer2, shipped with PySpark) over the
-lakehouse, for JDBC/ODBC clients: beeline, BI tools, Tableau's Spark SQL connector.
+"""`auditlake serve [--role analyst|auditor]`: Spark Thrift Servers (HiveThriftServer2, shipped with
+PySpark) for JDBC/ODBC clients: beeline, BI tools, Tableau's Spark SQL connector.
 
-The server runs inside the lakehouse's own SparkSession (``startWithSparkSession``), so it sees
-the same Delta catalog, warehouse and metastore as the refresh. With the embedded Derby metastore
-it holds the metastore while it runs: stop it before a refresh (docs/operations.md).
+Two servers, two boundaries (docs/operations.md "Personal data"):
+
+* **analyst** (the default, ``serve.port``): a process of its own (pipelines/analyst/server.py),
+  run as an OS user who cannot read the lake's files, over the masked analyst tables only.
+  ``serve_analysts`` here prepares and launches it; it needs no Spark itself.
+* **auditor** (``serve.auditor_port``): inside the lakehouse's own SparkSession
+  (``startWithSparkSession``), so it sees the same catalog in clear. With the embedded Derby
+  metastore it holds the metastore while it runs: stop it before a refresh.
 
 Sign-in and TLS (``serve.auth``, ``serve.tls``; docs/operations.md "Sign-in and TLS") reach the
 server two ways, because its parts read two different configurations:
@@ -27,44 +32,59 @@ import time
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
+from pipelines.config import Config, secret
 
 LDAP_KEYS = {"url": "hive.server2.authentication.ldap.url", "base_dn": "hive.server2.authentication.ldap.baseDN",
              "user_dn_pattern": "hive.server2.authentication.ldap.userDNPattern"}
+KEYSTORE_PASSWORD = "hive.server2.keystore.password"
 
 
-def jdbc_url(cfg: Config) -> str:
-    """The server's JDBC URL; with TLS, a client adds its truststore (``;sslTrustStore=...``)."""
+def port(cfg: Config, role: str) -> int:
+    return cfg.get("serve.port") if role == "analyst" else cfg.get("serve.auditor_port")
+
+
+def jdbc_url(cfg: Config, role: str = "analyst") -> str:
+    """A server's JDBC URL; with TLS, a client adds its truststore (``;sslTrustStore=...``)."""
     tls = ";ssl=true" if cfg.get("serve.tls.enabled") else ""
-    return f"jdbc:hive2://{cfg.get('serve.host')}:{cfg.get('serve.port')}/default{tls}"
+    return f"jdbc:hive2://{cfg.get('serve.host')}:{port(cfg, role)}/default{tls}"
 
 
-def ldap_properties(cfg: Config) -> dict[str, str | None]:
-    """JVM system properties for Hive's LDAP provider (None: cleared)."""
+def ldap_properties(cfg: Config, role: str) -> dict[str, str | None]:
+    """JVM system properties for Hive's LDAP provider (None: cleared): each role binds its users
+    under DNs of its own (auditors: ``serve.ldap.auditor_*``)."""
     ldap = cfg.get("serve.auth") == "ldap"
-    return {prop: (cfg.get(f"serve.ldap.{key}") or None) if ldap else None for key, prop in LDAP_KEYS.items()}
+    prefix = "" if role == "analyst" else "auditor_"
+    keys = {"url": "url", "base_dn": f"{prefix}base_dn", "user_dn_pattern": f"{prefix}user_dn_pattern"}
+    return {prop: (cfg.get(f"serve.ldap.{keys[key]}") or None) if ldap else None for key, prop in LDAP_KEYS.items()}
 
 
-def start_thrift_server(spark: SparkSession, cfg: Config, timeout: float = 120):
+def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[str, str | None],
+                        keystore_password: str | None = None, timeout: float = 120):
     """Start HiveThriftServer2 in this session's JVM and wait until it accepts connections;
-    returns the server (call ``.stop()``). Host and port are part of the session's configuration
-    (``serve.host``, ``serve.port``, set by ``spark_session`` as ``spark.hadoop.*``, which win over
-    runtime settings), as are sign-in and TLS; the LDAP provider's settings are set here (module docstring)."""
-    host, port = cfg.get("serve.host"), cfg.get("serve.port")
+    returns the server (call ``.stop()``). Host, port, sign-in mode and the keystore's path are part
+    of the session's configuration (session-start ``spark.hadoop.*`` settings, which win over runtime
+    ones); the LDAP provider's settings ``ldap`` are set here (module docstring). The keystore's
+    password is a session setting only while the server starts (it reads it once, to open its TLS
+    socket): never on the driver's command line, nor readable by SQL afterwards."""
     try:
         socket.create_connection((host, port), timeout=2).close()
-        raise RuntimeError(f"something already listens on {host}:{port} (serve.port): another `auditlake serve`?")
+        raise RuntimeError(f"something already listens on {host}:{port}: another `auditlake serve`?")
     except OSError:
         pass  # free: the server would otherwise fail to bind on its own thread, and we would wait on the other one
     system = spark._jvm.java.lang.System
-    for prop, value in ldap_properties(cfg).items():
+    for prop, value in ldap.items():
         if value is None:
             system.clearProperty(prop)
         else:
             system.setProperty(prop, value)
     server_class = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    # exitOnError=False: a server that fails to start must not System.exit() our driver
-    server = server_class.startWithSparkSession(spark._jsparkSession, False)
+    if keystore_password is not None:
+        spark.conf.set(KEYSTORE_PASSWORD, keystore_password)
+    try:
+        # exitOnError=False: a server that fails to start must not System.exit() our driver
+        server = server_class.startWithSparkSession(spark._jsparkSession, False)
+    finally:
+        spark.conf.unset(KEYSTORE_PASSWORD)
     # the listener starts on a thread of its own, after startWithContext returns
     deadline = time.monotonic() + timeout
     while True:
@@ -78,18 +98,33 @@ def start_thrift_server(spark: SparkSession, cfg: Config, timeout: float = 120):
             time.sleep(0.5)
 
 
-def serve_forever(spark: SparkSession, cfg: Config, log=print) -> None:
-    """Serve until SIGINT / SIGTERM, then stop the server and the session."""
-    server = start_thrift_server(spark, cfg)
-    log(f"serve: Spark Thrift Server listening on {jdbc_url(cfg)} (Ctrl-C to stop)")
-    auth = f" (sign-in: LDAP at {cfg.get('serve.ldap.url')})" if cfg.get("serve.auth") == "ldap" else ""
-    tls = ";sslTrustStore=<truststore>;trustStorePassword=<its password>" if cfg.get("serve.tls.enabled") else ""
-    user = " -n <user> -p <password>" if auth else ""
-    log(f"serve: try  beeline -u '{jdbc_url(cfg)}{tls}'{user} -e 'SHOW TABLES IN {cfg.get('gold.schema')}'{auth}")
+def start_auditor_server(spark: SparkSession, cfg: Config, timeout: float = 120):
+    """The auditors' server, in the lakehouse's own session: every schema, in clear."""
+    password = secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None
+    return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"), ldap_properties(cfg, "auditor"),
+                               password, timeout)
+
+
+def _wait_for_signal() -> None:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
+
+
+def _try_line(cfg: Config, role: str, schema: str) -> str:
+    auth = f" (sign-in: LDAP at {cfg.get('serve.ldap.url')})" if cfg.get("serve.auth") == "ldap" else ""
+    tls = ";sslTrustStore=<truststore>;trustStorePassword=<its password>" if cfg.get("serve.tls.enabled") else ""
+    user = " -n <user> -p <password>" if auth else ""
+    return f"serve: try  beeline -u '{jdbc_url(cfg, role)}{tls}'{user} -e 'SHOW TABLES IN {schema}'{auth}"
+
+
+def serve_auditors(spark: SparkSession, cfg: Config, log=print) -> None:
+    """The auditors' server until SIGINT / SIGTERM, then stop it and the session."""
+    server = start_auditor_server(spark, cfg)
+    log(f"serve: auditors' server listening on {jdbc_url(cfg, 'auditor')}: every schema in clear (Ctrl-C to stop)")
+    log(_try_line(cfg, "auditor", cfg.get("gold.schema")))
+    _wait_for_signal()
     log("serve: stopping")
     server.stop()
     spark.stop()

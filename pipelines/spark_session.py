@@ -82,7 +82,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
         # where `auditlake serve` listens (read once, when the session's Hive client is made)
         "spark.hadoop.hive.server2.thrift.bind.host": cfg.get("serve.host"),
-        "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.port")),
+        # (the lakehouse's session serves auditors; the analysts' server is a process of its own)
+        "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.auditor_port")),
+        # Spark's scratch files (shuffle blocks hold rows) under the lake's private folder, not /tmp
+        "spark.local.dir": str(cfg.data_dir / "spark-local"),
     }
     conf.update(metastore_conf(cfg))
     conf.update(s3_conf(cfg))
@@ -138,10 +141,11 @@ def s3_conf(cfg: Config) -> dict[str, str]:
 
 
 def serve_conf(cfg: Config) -> dict[str, str]:
-    """How `auditlake serve` signs users in and speaks TLS (``serve.auth``, ``serve.tls``). The
-    Thrift server reads these, like its host and port, from the session-start ``spark.hadoop.*``
-    settings: neither a runtime ``spark.conf.set`` nor a JVM system property set before it starts
-    reaches it (checked). The LDAP provider's own settings are system properties (pipelines.serve)."""
+    """How `auditlake serve` signs users in and speaks TLS (``serve.auth``, ``serve.tls``), for
+    both servers. The Thrift server reads these, like its host and port, from the session-start
+    ``spark.hadoop.*`` settings: neither a runtime ``spark.conf.set`` nor a JVM system property set
+    before it starts reaches it (checked). The LDAP provider's own settings are system properties,
+    and the keystore's password a setting only while the server starts (pipelines.serve)."""
     conf = {}
     if cfg.get("serve.auth") == "ldap":
         conf["spark.hadoop.hive.server2.authentication"] = "LDAP"
@@ -152,7 +156,6 @@ def serve_conf(cfg: Config) -> dict[str, str]:
         conf.update({
             "spark.hadoop.hive.server2.use.SSL": "true",
             "spark.hadoop.hive.server2.keystore.path": str(keystore),
-            "spark.hadoop.hive.server2.keystore.password": secret(cfg, "serve.tls.keystore_password_env"),
         })
     return conf
 

@@ -99,7 +99,7 @@ class Tables:
         return f"{self.gold_schema}.{name}"
 
     def analyst(self, name: str) -> str:
-        """An analyst-facing view over a gold mart (pipelines/gold/analyst_views.py)."""
+        """An analyst-facing view over a mart's masked copy, in the analysts' server (pipelines/analyst)."""
         return f"{self.analyst_schema}.{name}"
 
     @property
@@ -110,4 +110,4 @@ class Tables:
 
 def tables(cfg: Config) -> Tables:
     return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"),
-                  cfg.get("gold.analyst_schema"))
+                  cfg.get("analyst.schema"))

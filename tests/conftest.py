@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from pipelines.refresh import run_refresh
 from tests.lake import move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# The analysts' pseudonym key (analyst.pseudonym_key_env): one per test run, as an operator's would be
+os.environ.setdefault("AUDITLAKE_PSEUDONYM_KEY", secrets.token_hex(32))
 
 
 # The resources a test needs, told by the fixtures it uses (directly or through others), so that a
@@ -40,6 +45,7 @@ def cfg(lake_dir):
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / "landing")
     # the Thrift server's port is part of the session's configuration: a free one per test run
     environ["AUDITLAKE__SERVE__PORT"] = str(free_port())
+    environ["AUDITLAKE__SERVE__AUDITOR_PORT"] = str(free_port())
     return load_config("test", environ=environ)
 
 
@@ -53,11 +59,18 @@ def spark(cfg):
 
 
 @pytest.fixture(scope="session")
-def gold_lake(spark, lake_dir, tmp_path_factory):
+def gold_lake(spark, lake_dir, tmp_path_factory, request):
     """Two daily deliveries: the first refreshed (gold built from nothing), then the second
     (gold incremental). -> (config, first refresh report, second refresh report); shared by the
     gold tests and the cluster test (which must give the same marts)."""
-    cfg = load_config("test", environ=variant_environ(lake_dir, "gold"))
+    environ = variant_environ(lake_dir, "gold")
+    # the analysts' tables where the analysts' server (another OS user) can reach them: pytest's
+    # own temporary folders are root's alone
+    analyst_dir = Path(tempfile.mkdtemp(prefix="auditlake-test-analyst-"))
+    analyst_dir.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(analyst_dir, ignore_errors=True))
+    environ["AUDITLAKE__ANALYST__DIR"] = str(analyst_dir)
+    cfg = load_config("test", environ=environ)
     generated = tmp_path_factory.mktemp("gold_generated")
     generate_activity_log(generated, 2500, seed=11, days=2)
     days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})

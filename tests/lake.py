@@ -7,6 +7,10 @@ from pathlib import Path
 
 from pipelines.config import variant_environ as _variant
 
+# An environment holding only the analysts' pseudonym key (every mode needs it while analyst.enabled):
+# for tests that load the configuration from nothing but the variables they name.
+KEYED = {"AUDITLAKE_PSEUDONYM_KEY": "test-pseudonym-key-" + "0" * 24}
+
 
 def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
     """A test's own lakehouse, ``<lake_dir>/<name>``, inside the session's metastore."""

@@ -12,19 +12,21 @@ import time
 import pytest
 
 from pipelines.config import CONF_DIR, PROJECT_ROOT, RULES, ConfigError, load_config, secret
+from tests.lake import KEYED
 
 
 def test_env_file_overrides_base():
-    cfg = load_config("test", environ={})
+    cfg = load_config("test", environ=dict(KEYED))
     assert cfg.get("spark.shuffle_partitions") == 2
     assert cfg.get("spark.app_name") == "auditlake"  # from base
-    assert load_config(environ={}).env == "local"
-    assert load_config(environ={"AUDITLAKE_ENV": "test"}).env == "test"
+    assert load_config(environ=dict(KEYED)).env == "local"
+    assert load_config(environ={**KEYED, "AUDITLAKE_ENV": "test"}).env == "test"
 
 
 def test_environment_variable_overrides_a_key():
     cfg = load_config(
-        "test", environ={"AUDITLAKE__PATHS__DATA_DIR": "/srv/lake", "AUDITLAKE__SPARK__SHUFFLE_PARTITIONS": "8"}
+        "test",
+        environ={**KEYED, "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake", "AUDITLAKE__SPARK__SHUFFLE_PARTITIONS": "8"},
     )
     assert str(cfg.data_dir) == "/srv/lake"
     assert cfg.get("spark.shuffle_partitions") == 8
@@ -40,26 +42,26 @@ def conf_copy(tmp_path):
 def test_unknown_key_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  mastr: local[1]\n")
     with pytest.raises(ConfigError, match=r"test\.yaml: unknown config key 'spark\.mastr'"):
-        load_config("test", conf_dir=conf_copy, environ={})
+        load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
 
 
 def test_missing_key_names_key(conf_copy):
     text = (conf_copy / "base.yaml").read_text().replace("  app_name: auditlake\n", "")
     (conf_copy / "base.yaml").write_text(text)
     with pytest.raises(ConfigError, match=r"missing config key 'spark\.app_name'.*base\.yaml"):
-        load_config("local", conf_dir=conf_copy, environ={})
+        load_config("local", conf_dir=conf_copy, environ=dict(KEYED))
 
 
 def test_unknown_key_from_environment_names_the_variable():
     with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTR: unknown config key "
                                           r"'spark\.mastr'"):
-        load_config("test", environ={"AUDITLAKE__SPARK__MASTR": "local[1]"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__MASTR": "local[1]"})
 
 
 def test_wrong_kind_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  shuffle_partitions: many\n")
     with pytest.raises(ConfigError) as caught:
-        load_config("test", conf_dir=conf_copy, environ={})
+        load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     assert str(caught.value) == (f"{conf_copy / 'test.yaml'}: config key 'spark.shuffle_partitions' must be int, "
                                  "got 'many'")
     # a boolean is not a number, a number not a boolean; a mapping replaced by a value is named
@@ -69,14 +71,14 @@ def test_wrong_kind_names_key_and_file(conf_copy):
         ("AUDITLAKE__QUALITY__THRESHOLDS", "0.9", "'quality.thresholds' must be a mapping"),
     ]:
         with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key {message}"):
-            load_config("test", environ={name: raw})
+            load_config("test", environ={**KEYED, name: raw})
 
 
 def test_unknown_enumeration_value_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("metastore:\n  kind: mysql\n")
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'metastore\.kind' "
                                           r"must be one of derby, postgresql, got 'mysql'$"):
-        load_config("test", conf_dir=conf_copy, environ={})
+        load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     for name, raw, key in [
         ("AUDITLAKE__WRITEBACK__SOURCE", "odbc", "writeback.source"),
         ("AUDITLAKE__WRITEBACK__FILE__DEFAULT_DATABASE", "audit", "writeback.file.default_database"),
@@ -87,7 +89,7 @@ def test_unknown_enumeration_value_names_key_and_file(conf_copy):
         ("AUDITLAKE__SILVER__SCHEMA", "silver-x", "silver.schema"),
     ]:
         with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key '{re.escape(key)}' must be"):
-            load_config("test", environ={name: raw})
+            load_config("test", environ={**KEYED, name: raw})
 
 
 def test_bad_severity_fails_at_load_naming_key_and_file(conf_copy):
@@ -95,20 +97,20 @@ def test_bad_severity_fails_at_load_naming_key_and_file(conf_copy):
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key "
                                           r"'quality\.severity\.luid_shape' must be one of critical, warning, "
                                           r"got 'fatal'$"):
-        load_config("test", conf_dir=conf_copy, environ={})
+        load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__QUALITY__DEFAULT_SEVERITY: config key "
                                           r"'quality\.default_severity' must be one of critical, warning"):
-        load_config("test", environ={"AUDITLAKE__QUALITY__DEFAULT_SEVERITY": "Critical"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__QUALITY__DEFAULT_SEVERITY": "Critical"})
     # an expectation key base.yaml does not list is an unknown key
     with pytest.raises(ConfigError, match=r"unknown config key 'quality\.severity\.luid_shap'"):
-        load_config("test", environ={"AUDITLAKE__QUALITY__SEVERITY__LUID_SHAP": "warning"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__QUALITY__SEVERITY__LUID_SHAP": "warning"})
 
 
 def test_out_of_range_number_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("serve:\n  port: 70000\n")
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'serve\.port' "
                                           r"must be between 1 and 65535, got 70000$"):
-        load_config("test", conf_dir=conf_copy, environ={})
+        load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     for name, raw, message in [
         ("AUDITLAKE__QUALITY__THRESHOLDS__MIN_PARSE_RATE", "1.5", "must be between 0 and 1, got 1.5"),
         ("AUDITLAKE__QUALITY__THRESHOLDS__MAX_QUARANTINE_RATIO", "-0.1", "must be between 0 and 1, got -0.1"),
@@ -119,19 +121,20 @@ def test_out_of_range_number_names_key_and_file(conf_copy):
         key = name[len("AUDITLAKE__"):].lower().replace("__", ".")
         with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key '{re.escape(key)}' "
                                               rf"{re.escape(message)}$"):
-            load_config("test", environ={name: raw})
+            load_config("test", environ={**KEYED, name: raw})
 
 
 def test_missing_secret_variable_names_key_and_files():
     with pytest.raises(ConfigError) as caught:
-        load_config("pgmeta", environ={})
+        load_config("pgmeta", environ=dict(KEYED))
     message = str(caught.value)
     assert message.startswith(f"{CONF_DIR / 'base.yaml'}: config key 'metastore.postgresql.password_env' names "
                               "environment variable AUDITLAKE_METASTORE_PASSWORD, which is not set")
     assert f"metastore.kind postgresql ({CONF_DIR / 'pgmeta.yaml'})" in message and "\n" not in message
-    assert load_config("pgmeta", environ={"AUDITLAKE_METASTORE_PASSWORD": ""}).get("metastore.kind") == "postgresql"
+    pgmeta = load_config("pgmeta", environ={**KEYED, "AUDITLAKE_METASTORE_PASSWORD": ""})
+    assert pgmeta.get("metastore.kind") == "postgresql"
     # the write-back jdbc source, chosen and pointed at another variable from the environment
-    environ = {"AUDITLAKE__WRITEBACK__SOURCE": "jdbc", "AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV": "WB_SECRET"}
+    environ = {**KEYED, "AUDITLAKE__WRITEBACK__SOURCE": "jdbc", "AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV": "WB_SECRET"}
     with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV: config key "
                                           r"'writeback\.jdbc\.password_env' names environment variable WB_SECRET, "
                                           r"which is not set: writeback\.source jdbc \(environment variable "
@@ -141,11 +144,11 @@ def test_missing_secret_variable_names_key_and_files():
     assert secret(cfg, "writeback.jdbc.password_env", {"WB_SECRET": "s3cret"}) == "s3cret"
     assert "s3cret" not in repr(cfg)  # the configuration holds the variable's name, never the secret
     # a secret a mode that is not chosen would need is not asked for
-    assert load_config("local", environ={}).get("writeback.source") == "file"
+    assert load_config("local", environ=dict(KEYED)).get("writeback.source") == "file"
 
 
 def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
-    on = {"AUDITLAKE__ALERTS__ON_REFRESH": "true"}
+    on = {**KEYED, "AUDITLAKE__ALERTS__ON_REFRESH": "true"}
     with pytest.raises(ConfigError, match=r"^[^\n]*base\.yaml: config key 'alerts\.webhook_url_env' names "
                                           r"environment variable AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: "
                                           r"alerts\.on_refresh true \(environment variable "
@@ -158,32 +161,33 @@ def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
     cfg = load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": url})
     assert secret(cfg, "alerts.webhook_url_env", {"AUDITLAKE_ALERTS_WEBHOOK_URL": url}) == url
     assert "token" not in repr(cfg)
-    assert load_config("test", environ={}).get("alerts.on_refresh") is False  # off: the variable is not asked for
+    # off: the variable is not asked for
+    assert load_config("test", environ=dict(KEYED)).get("alerts.on_refresh") is False
     with pytest.raises(ConfigError, match=r"config key 'alerts\.min_severity' must be one of low, medium, high, "
                                           r"critical, got 'urgent'"):
-        load_config("test", environ={"AUDITLAKE__ALERTS__MIN_SEVERITY": "urgent"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__ALERTS__MIN_SEVERITY": "urgent"})
 
 
 def test_env_interpolation_is_not_a_secrets_mechanism(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  app_name: ${env:AUDITLAKE_TEST_NAME}\n")
     with pytest.raises(ConfigError, match=r"test\.yaml: config key 'spark\.app_name' uses \$\{env:\.\.\.\}, which "
                                           r"is not supported: .* a key ending in _env"):
-        load_config("test", conf_dir=conf_copy, environ={"AUDITLAKE_TEST_NAME": "x"})
+        load_config("test", conf_dir=conf_copy, environ={**KEYED, "AUDITLAKE_TEST_NAME": "x"})
 
 
 def test_environment_value_that_is_not_yaml_names_the_variable():
     with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTER: config key "
                                           r"'spark\.master': not a valid YAML value: [^\n]*$"):
-        load_config("test", environ={"AUDITLAKE__SPARK__MASTER": "[local"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__MASTER": "[local"})
 
 
 def test_extra_conf_takes_spark_settings_only():
-    cfg = load_config("cluster", environ={"AUDITLAKE__SPARK__EXTRA_CONF__SPARK.EXECUTOR.MEMORY": "2g"})
+    cfg = load_config("cluster", environ={**KEYED, "AUDITLAKE__SPARK__EXTRA_CONF__SPARK.EXECUTOR.MEMORY": "2g"})
     assert cfg.get("spark.extra_conf") == {"spark.executor.memory": "2g", "spark.executor.cores": "1",
                                            "spark.cores.max": "2"}
     with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR\.MEMORY: "
                                           r"config key 'spark\.extra_conf\.executor\.memory' is not a Spark setting"):
-        load_config("test", environ={"AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR.MEMORY": "2g"})
+        load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR.MEMORY": "2g"})
 
 
 def test_every_key_of_base_has_a_rule_and_every_rule_a_key():
@@ -202,7 +206,7 @@ def test_every_key_of_base_has_a_rule_and_every_rule_a_key():
     exact = {k for k in RULES if not k.endswith(".*")}
     assert exact - base <= {"spark.extra_conf", "quality.severity", "writeback.databases"}  # the mappings themselves
     for env in ("local", "test", "cluster"):
-        load_config(env, environ={})  # the committed files pass
+        load_config(env, environ=dict(KEYED))  # the committed files pass
 
 
 def test_enumerations_match_the_code_that_uses_them():
@@ -254,7 +258,7 @@ def test_cli_process_exits_2_on_a_bad_value_in_seconds(tmp_path):
 
 
 def test_storage_locations_take_uris_paths_or_default_under_data_dir():
-    cfg = load_config("cluster", environ={
+    cfg = load_config("cluster", environ={**KEYED,
         "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
         "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",
         "AUDITLAKE__PATHS__CHECKPOINT_DIR": "relative/checkpoints",
@@ -263,7 +267,7 @@ def test_storage_locations_take_uris_paths_or_default_under_data_dir():
     assert cfg.warehouse_dir == "s3a://audit-lake/warehouse"  # a URI is used as written
     assert cfg.checkpoint_dir == str(PROJECT_ROOT / "relative" / "checkpoints")  # a path is made absolute
     assert cfg.get("spark.master").startswith("spark://")
-    local = load_config("local", environ={"AUDITLAKE__PATHS__DATA_DIR": "/srv/lake"})
+    local = load_config("local", environ={**KEYED, "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake"})
     assert (local.warehouse_dir, local.checkpoint_dir) == ("/srv/lake/warehouse", "/srv/lake/checkpoints")
 
 
@@ -273,3 +277,15 @@ def test_storage_uri_recognition():
     assert is_uri("s3a://b/x") and is_uri("file:/tmp/x") and is_uri("abfss://c@a.dfs.core.windows.net/x")
     assert not is_uri("/tmp/x") and not is_uri("data/landing") and not is_uri("C:\\lake")
     assert join("s3a://b/lake/", "site") == "s3a://b/lake/site"
+
+
+def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_long():
+    with pytest.raises(ConfigError, match=r"^[^\n]*base\.yaml: config key 'analyst\.pseudonym_key_env' names "
+                                          r"environment variable AUDITLAKE_PSEUDONYM_KEY, which is not set: "
+                                          r"analyst\.enabled true \([^)]*base\.yaml\) needs the pseudonym key there$"):
+        load_config("test", environ={})
+    with pytest.raises(ConfigError, match="fewer than 32 characters: make one with `openssl rand -hex 32`") as caught:
+        load_config("test", environ={"AUDITLAKE_PSEUDONYM_KEY": "short-key"})
+    assert "short-key" not in str(caught.value)  # a secret: never in a message
+    assert load_config("test", environ={"AUDITLAKE__ANALYST__ENABLED": "false"}).get("analyst.enabled") is False
+    assert load_config("test", environ=dict(KEYED)).analyst_dir.endswith("/analyst")

@@ -19,7 +19,7 @@ from pipelines.ops import last_success_start
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
-from tests.lake import row_differences, variant_environ
+from tests.lake import KEYED, row_differences, variant_environ
 
 pytestmark = [pytest.mark.slow]
 QUIET = {"log": lambda _m: None}
@@ -275,7 +275,7 @@ def test_profile_for_plain_dbt_matches_the_pipeline_session(cfg):
 
 def test_dbt_var_defaults_match_conf():
     project = yaml.safe_load((DBT_DIR / "dbt_project.yml").read_text())["vars"]
-    base = load_config("local", conf_dir=CONF_DIR, environ={})
+    base = load_config("local", conf_dir=CONF_DIR, environ=dict(KEYED))
     for key, value in dbt_vars(base).items():
         assert project[key] == value, key
 

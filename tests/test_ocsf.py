@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pipelines.config import ConfigError, load_config
 from pipelines.ocsf.export import export_ocsf
 from pipelines.ocsf.mapping import CLASSES
-from tests.lake import variant_environ
+from tests.lake import KEYED, variant_environ
 
 MARTS = sorted({src.mart for cls in CLASSES for src in cls.sources})
 LAYOUT = re.compile(r"ext/tableau-(\d{4})/region=us-east-1/accountId=external/eventDay=(\d{8})/"
@@ -176,12 +176,13 @@ def test_only_rows_added_to_gold_since_are_exported(spark, ocsf_lake, first_expo
 
 def test_export_settings_are_checked_when_the_configuration_loads():
     with pytest.raises(ConfigError, match=r"AUDITLAKE__OCSF__SOURCE_NAME: config key 'ocsf.source_name' must be"):
-        load_config("test", environ={"AUDITLAKE__OCSF__SOURCE_NAME": "tableau-activity-log"})  # 20 + -3002
+        load_config("test", environ={**KEYED, "AUDITLAKE__OCSF__SOURCE_NAME": "tableau-activity-log"})  # 20 + -3002
     with pytest.raises(ConfigError, match=r"'ocsf.account_id' must be str"):
-        load_config("test", environ={"AUDITLAKE__OCSF__ACCOUNT_ID": "123456789012"})  # YAML reads a number
+        load_config("test", environ={**KEYED, "AUDITLAKE__OCSF__ACCOUNT_ID": "123456789012"})  # YAML reads a number
     with pytest.raises(ConfigError, match=r"'ocsf.version' must be one of 1.3.0"):
-        load_config("test", environ={"AUDITLAKE__OCSF__VERSION": "1.1.0"})
-    assert load_config("test", environ={"AUDITLAKE__OCSF__ACCOUNT_ID": "'123456789012'"}).get("ocsf.account_id")
+        load_config("test", environ={**KEYED, "AUDITLAKE__OCSF__VERSION": "1.1.0"})
+    quoted = load_config("test", environ={**KEYED, "AUDITLAKE__OCSF__ACCOUNT_ID": "'123456789012'"})
+    assert quoted.get("ocsf.account_id")
 
 
 def test_the_command_refuses_an_s3_uri_hadoop_cannot_write(monkeypatch, capsys, tmp_path):

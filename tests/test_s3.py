@@ -19,11 +19,12 @@ from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import ConfigError, load_config, variant_environ
 from pipelines.jars import coordinates
 from pipelines.spark_session import s3_conf
+from tests.lake import KEYED
 
 PROJECT = Path(__file__).resolve().parents[1]
 LANDING_BUCKET, LAKE_BUCKET = "tableau-activity-log", "auditlake"
 S3_JARS = ["org.apache.hadoop:hadoop-aws:3.4.2", "software.amazon.awssdk:bundle:2.29.52"]
-KEYS = {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}
+KEYS = {**KEYED, "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"}
 
 
 def test_s3_jars_are_needed_only_where_a_location_is_s3a():
@@ -31,17 +32,17 @@ def test_s3_jars_are_needed_only_where_a_location_is_s3a():
     assert s3.warehouse_dir.startswith("s3a://") and s3.landing_dir.startswith("s3a://")
     assert coordinates(s3)[-2:] == S3_JARS
     for env in ("local", "test", "cluster", "pgmeta"):
-        cfg = load_config(env, environ={"AUDITLAKE_METASTORE_PASSWORD": "x"})
+        cfg = load_config(env, environ={**KEYED, "AUDITLAKE_METASTORE_PASSWORD": "x"})
         assert not set(S3_JARS) & set(coordinates(cfg)), env
         assert s3_conf(cfg) == {}
 
 
 def test_s3_profile_needs_the_key_variables_unless_the_provider_chain_is_used():
     with pytest.raises(ConfigError, match="s3.access_key_env.*AWS_ACCESS_KEY_ID, which is not set"):
-        load_config("s3", environ={})
-    load_config("s3", environ={"AUDITLAKE__S3__CREDENTIALS": "provider_chain"})
+        load_config("s3", environ=dict(KEYED))
+    load_config("s3", environ={**KEYED, "AUDITLAKE__S3__CREDENTIALS": "provider_chain"})
     with pytest.raises(ConfigError, match="paths.landing_dir.*s3a://"):
-        load_config("local", environ={"AUDITLAKE__PATHS__LANDING_DIR": "s3://tableau/activity-log"})
+        load_config("local", environ={**KEYED, "AUDITLAKE__PATHS__LANDING_DIR": "s3://tableau/activity-log"})
 
 
 def test_s3_settings_reach_hadoop(monkeypatch):
@@ -54,7 +55,7 @@ def test_s3_settings_reach_hadoop(monkeypatch):
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert (conf["spark.hadoop.fs.s3a.access.key"], conf["spark.hadoop.fs.s3a.secret.key"]) == ("id", "secret")
-    chain = load_config("s3", environ={"AUDITLAKE__S3__CREDENTIALS": "provider_chain"})
+    chain = load_config("s3", environ={**KEYED, "AUDITLAKE__S3__CREDENTIALS": "provider_chain"})
     assert not any("key" in k or "provider" in k for k in s3_conf(chain))  # AWS's chain finds them
     assert "spark.hadoop.fs.s3a.endpoint" not in s3_conf(chain)  # "" = AWS itself
 

@@ -1,6 +1,7 @@
-"""`auditlake serve` with sign-in (LDAP) and TLS: the real server in a child process, a real
-OpenLDAP (devtools/ldap_server.py, `make ldap-deps`), a keystore made by keytool, and two real
-clients: beeline (JDBC, shipped with PySpark) and impyla (the Thrift calls an ODBC driver makes)."""
+"""`auditlake serve --role auditor` with sign-in (LDAP) and TLS: the real server in a child process, a
+real OpenLDAP (devtools/ldap_server.py, `make ldap-deps`), a keystore made by keytool, and two real
+clients: beeline (JDBC, shipped with PySpark) and impyla (the Thrift calls an ODBC driver makes).
+The analysts' server, with the same sign-in and TLS, is tests/test_analyst_server.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.ldap_server import PEOPLE, LdapServer
+from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from devtools.pg_server import free_port
 from pipelines.config import PROJECT_ROOT, ConfigError, load_config
 from pipelines.serve import beeline_rows
@@ -26,6 +27,16 @@ KEYTOOL = "/usr/bin/keytool" if Path("/usr/bin/keytool").exists() else "keytool"
 HOST = "127.0.0.1"
 USER, PASSWORD = "ana", "correct-horse-battery"
 KEYSTORE_PASSWORD, TRUSTSTORE_PASSWORD = "keystore-secret", "truststore-secret"
+AUDITORS = f"ou=auditors,{SUFFIX}"
+
+
+def test_with_ldap_the_auditors_need_dns_of_their_own():
+    ldap = {**os.environ, "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": "ldap://127.0.0.1:389",
+            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE}
+    with pytest.raises(ConfigError, match="serve.ldap.auditor_base_dn.*auditors sign in under DNs of their own"):
+        load_config("test", environ=ldap)
+    with pytest.raises(ConfigError, match="serve.ldap.auditor_base_dn.*must differ from serve.ldap.base_dn"):
+        load_config("test", environ={**ldap, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE})
 
 
 def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loads():
@@ -34,7 +45,7 @@ def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loa
         load_config("test", environ=environ)
     # with LDAP it may listen on every interface; on loopback it may go without
     ldap = {"AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": "ldaps://ldap.example.com",
-            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE}
+            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS}
     assert load_config("test", environ={**environ, **ldap}).get("serve.host") == "0.0.0.0"
     loopback = load_config("test", environ={**os.environ, "AUDITLAKE__SERVE__HOST": "localhost"})
     assert loopback.get("serve.auth") == "none"
@@ -66,22 +77,25 @@ def make_tls_material(directory: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """One `auditlake serve` for the module (its own empty lake: the embedded Derby metastore admits
-    one process), signing users in against a throwaway slapd, over TLS. -> (port, TLS files)."""
+    """One `auditlake serve --role auditor` for the module (its own empty lake: the embedded Derby
+    metastore admits one process), signing auditors in against a throwaway slapd (their DNs under
+    ou=people here), over TLS. -> (port, TLS files)."""
     tmp = tmp_path_factory.mktemp("serve_auth")
     tls = make_tls_material(tmp)
     ldap = LdapServer.start({USER: PASSWORD, "other": "other-password"})
     port = free_port()
     env = {
         **os.environ, "AUDITLAKE_ENV": "test", "AUDITLAKE__PATHS__DATA_DIR": str(tmp / "lake"),
-        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"), "AUDITLAKE__SERVE__PORT": str(port),
-        "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
-        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__TLS__ENABLED": "true",
+        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"), "AUDITLAKE__SERVE__AUDITOR_PORT": str(port),
+        "AUDITLAKE__SERVE__PORT": str(free_port()), "AUDITLAKE__SERVE__AUTH": "ldap",
+        "AUDITLAKE__SERVE__LDAP__URL": ldap.url, "AUDITLAKE__SERVE__LDAP__BASE_DN": f"ou=analysts,{SUFFIX}",
+        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE, "AUDITLAKE__SERVE__TLS__ENABLED": "true",
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
     }
     log = (tmp / "serve.log").open("w")
-    proc = subprocess.Popen([str(AUDITLAKE), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([str(AUDITLAKE), "serve", "--role", "auditor"], env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 240
         while True:

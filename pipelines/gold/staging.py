@@ -7,8 +7,8 @@ dbt_project.yml) have, each event keeping exactly its own view's value, plus thr
 names for content events (``content_type``, ``content_luid``, ``content_name``) and
 ``is_deprecated_event`` from the registry. Marts filter on the event types they need (the
 ``group_events`` macro). The YAML beside it declares every column with its type (the macro reads
-it), tags PII and tests the primary key. Generated files are committed; a test fails when they
-are stale.
+it), tags personal columns with their role in the personal-data catalogue and tests the primary
+key. Generated files are committed; a test fails when they are stale.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 from pipelines.activity_log.registry import event_spec
 from pipelines.activity_log.silver.plan import column_name, family_plan, widest_type
 from pipelines.activity_log.silver.views import decoded_column, event_attribute_columns
+from pipelines.personal_data import column_meta
 from pipelines.sql import sql_string
 
 DBT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
@@ -45,9 +46,6 @@ CONTENT_KINDS = (
     "view",
     "flow",
 )
-# Columns holding personal data (emails, IP addresses, user agents, people's names).
-PII_MARKERS = ("email", "ip_address", "user_agent", "user_name", "username", "display_name", "owner_name",
-               "contact_name", "creator_name", "for_user_name", "former_name")
 HEAD = (("event_id", "string"), ("event_type", "string"), ("event_time", "timestamp"), ("event_date", "date"),
         ("edition", "string"))
 
@@ -75,10 +73,6 @@ def staged_event_types() -> dict[str, list[str]]:
                 if event_type not in out.setdefault(family, []):
                     out[family].append(event_type)
     return out
-
-
-def is_pii(column: str) -> bool:
-    return any(m in column for m in PII_MARKERS) and column != "ip_address_type"
 
 
 def content_kind(event_type: str, columns: set[str]) -> str | None:
@@ -115,14 +109,15 @@ def _select_sql(columns: list[tuple[str, str, str]], source: str) -> str:
     return f"{HEADER}select\n    {body}\nfrom {source}\n"
 
 
-def _column_yaml(name: str, typ: str, description: str | None = None) -> dict:
+def _column_yaml(family: str, name: str, typ: str, description: str | None = None) -> dict:
     entry: dict = {"name": name, "data_type": typ}
     if description:
         entry["description"] = description
     if name == "event_id":
         entry["data_tests"] = ["primary_key"]
-    if is_pii(name):
-        entry["meta"] = {"pii": True}
+    meta = column_meta(family, name)  # the personal-data catalogue's role, for the masks and the checks
+    if meta:
+        entry["meta"] = meta
     return entry
 
 
@@ -255,7 +250,7 @@ def render(family: str, event_types: list[str]) -> dict[Path, str]:
             "description": f"Every {family} event: the attributes all {family} events share, and the columns "
             f"of the {len(event_types)} event types the marts cover (dbt_project.yml event_groups; NULL where "
             "an event type does not document the attribute). Marts filter on the event types they need.",
-            "columns": [_column_yaml(n, t, described.get(n)) for _, n, t in cols],
+            "columns": [_column_yaml(family, n, t, described.get(n)) for _, n, t in cols],
         }
     ]
     files[folder / f"_{family}__sources.yml"] = "# " + HEADER[3:] + yaml.safe_dump(sources, sort_keys=False, width=120)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +24,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
+from pipelines.config import PROJECT_ROOT, Config
 from pipelines.delta_util import ensure_schema
 from pipelines.quality.suites import SuiteSpec, build_suite
 from pipelines.tables import tables
 
 # One GX datasource per engine: small frames are checked in pandas, large ones in Spark.
+# The committed GX configuration and Data Docs styles; each lake's context is a copy under its data.
+CONTEXT_TEMPLATE = PROJECT_ROOT / "expectations" / "gx"
+IGNORED_IN_TEMPLATE = ("uncommitted", "expectations", "checkpoints", "validation_definitions")
 _DATASOURCES = {"spark": "auditlake_spark", "pandas": "auditlake_pandas"}
 _RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
 # Columns that identify a row for a human reading a failure.
@@ -97,7 +101,13 @@ def _plain(value):
 
 
 def context_dir(cfg: Config) -> Path:
-    return cfg.path("quality.context_dir")
+    """The GX file context under the data (``quality.context_dir``), made from the committed
+    template (``expectations/gx``: its configuration and Data Docs styles) when missing."""
+    root = cfg.quality_dir
+    if not (root / "gx" / "great_expectations.yml").is_file():
+        shutil.copytree(CONTEXT_TEMPLATE, root / "gx", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(*IGNORED_IN_TEMPLATE))
+    return root
 
 
 def data_docs_index(cfg: Config) -> Path:

@@ -1,0 +1,195 @@
+"""The analysts' endpoint cannot leak: a real `auditlake serve` (role analyst: its own process, as
+another OS user, over the masked analyst tables) with LDAP sign-in (a throwaway slapd) and TLS,
+attacked over the Thrift protocol by a signed-in analyst (impyla, the calls an ODBC driver makes).
+Every attempt to read a clear e-mail address or a secret of the server is refused or answers
+masked; the auditors' server (the lakehouse's own session) answers the same questions in clear."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
+from devtools.pg_server import free_port
+from pipelines.config import PROJECT_ROOT
+from pipelines.gold.compact import mart_tables
+from pipelines.serve import start_auditor_server
+from pipelines.tables import tables
+from tests.lake import variant_environ
+from tests.test_serve_auth import KEYSTORE_PASSWORD, make_tls_material
+
+pytestmark = [pytest.mark.subprocess]
+CLIENT_PYTHON = PROJECT_ROOT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
+SESSION = PROJECT_ROOT / "tests" / "clients" / "session.py"
+HOST = "127.0.0.1"
+ANALYST, PASSWORD = "ana", "analyst-password-1"
+
+
+def run_session(port: int, user: str, password: str | None, ca_cert: Path | None, statements: list[str],
+                columns_of: str | None = None) -> dict:
+    assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
+    job = {"host": HOST, "port": port, "user": user, "password": password,
+           "ca_cert": str(ca_cert) if ca_cert else None, "statements": statements, "columns_of": columns_of}
+    proc = subprocess.run([str(CLIENT_PYTHON), str(SESSION)], input=json.dumps(job), capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"auditlake serve exited {proc.returncode}: {log.read_text()[-3000:]}")
+        try:
+            socket.create_connection((HOST, port), timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"auditlake serve did not listen on {port}: {log.read_text()[-3000:]}") from None
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def analysts(gold_lake, lake_dir):
+    """`auditlake serve` (role analyst) over the gold lake's analyst tables, LDAP and TLS. -> (port,
+    CA certificate, the launcher process)."""
+    cfg = gold_lake[0]
+    # the server reads its keystore as the analysts' OS user: not under pytest's root-only folders
+    tls_dir = Path(tempfile.mkdtemp(prefix="auditlake-test-tls-"))
+    tls_dir.chmod(0o755)
+    tls = make_tls_material(tls_dir)
+    tls["keystore"].chmod(0o644)
+    ldap = LdapServer.start({ANALYST: PASSWORD})
+    port = free_port()
+    env = {
+        **variant_environ(lake_dir, "gold"), "AUDITLAKE_ENV": "test", "AUDITLAKE__ANALYST__DIR": cfg.analyst_dir,
+        "AUDITLAKE__SERVE__PORT": str(port), "AUDITLAKE__SERVE__AUDITOR_PORT": str(free_port()),
+        "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": f"ou=auditors,{SUFFIX}",
+        "AUDITLAKE__SERVE__TLS__ENABLED": "true", "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
+        "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
+    }
+    log_path = tls_dir / "serve.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve"], env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+    try:
+        _wait_listening(proc, port, log_path)
+        yield port, tls["pem"], proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        ldap.stop()
+        print(log_path.read_text()[-2000:])
+
+
+def _clear_emails(spark, cfg) -> set[str]:
+    t = tables(cfg)
+    rows = spark.table(t.gold("fct_logins")).where("user_email IS NOT NULL").select(F.lower("user_email")).distinct()
+    return {r[0] for r in rows.collect()}
+
+
+def _location(spark, table: str) -> str:
+    return spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
+
+
+def test_an_analyst_reads_pseudonyms_and_no_sql_reaches_a_clear_value_or_a_secret(spark, gold_lake, analysts):
+    cfg = gold_lake[0]
+    t = tables(cfg)
+    port, ca_cert, launcher = analysts
+    emails = _clear_emails(spark, cfg)
+    assert len(emails) > 3
+    gold_path = _location(spark, t.gold("fct_logins"))
+    silver_path = _location(spark, t.silver_events("site"))
+    secrets = [os.environ["AUDITLAKE_PSEUDONYM_KEY"], KEYSTORE_PASSWORD]
+    attempts = [
+        f"SELECT user_email FROM {t.gold('fct_logins')} LIMIT 5",
+        f"SELECT raw_line FROM {t.bronze_raw('site')} LIMIT 5",
+        f"SELECT email FROM {t.silver_events('site')} WHERE email IS NOT NULL LIMIT 5",
+        f"SELECT * FROM {t.refresh_runs} LIMIT 5",
+        f"SELECT user_email FROM delta.`{gold_path}` LIMIT 5",
+        f"SELECT * FROM parquet.`{gold_path}` LIMIT 5",
+        f"SELECT * FROM text.`{silver_path}` LIMIT 5",
+        "SET spark.sql.runSQLOnFiles=true",
+        f"SELECT user_email FROM delta.`{gold_path}` LIMIT 5",
+        f"CREATE TABLE stolen USING delta LOCATION '{gold_path}'",
+        "SELECT user_email FROM stolen LIMIT 5",
+        f"CREATE TABLE stolen_files USING parquet LOCATION '{silver_path}'",
+        f"ADD JAR {gold_path}/_delta_log/00000000000000000000.json",
+        f"ADD FILE {silver_path}",
+        "SHOW CREATE TABLE analyst.fct_logins",
+        "CREATE FUNCTION peek AS 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFReflect'",
+        "SELECT peek('java.lang.System', 'getenv', 'AUDITLAKE_PSEUDONYM_KEY')",
+        "SELECT reflect('java.lang.System', 'getenv', 'AUDITLAKE_PSEUDONYM_KEY')",
+        "SELECT reflect('java.lang.System', 'getenv', 'AUDITLAKE_SERVE_KEYSTORE_PASSWORD')",
+        "SELECT java_method('java.lang.System', 'getenv')",
+        "SELECT java_method('java.lang.System', 'getProperties')",
+        "SELECT java_method('java.lang.System', 'getProperty', 'hive.server2.keystore.password')",
+        "SELECT reflect('java.lang.System', 'getProperty', 'sun.java.command')",
+        "SET -v",
+        "SET",
+        "SET hive.server2.keystore.password",
+        "SET spark.hadoop.hive.server2.keystore.password",
+        "SELECT '${env:AUDITLAKE_PSEUDONYM_KEY}', '${hiveconf:hive.server2.keystore.password}'",
+        "SET spark.sql.variable.substitute=true",
+        "SELECT '${env:AUDITLAKE_PSEUDONYM_KEY}', '${hiveconf:hive.server2.keystore.password}', "
+        "'${spark:spark.hadoop.hive.server2.keystore.password}', '${system:sun.java.command}'",
+        "SELECT value FROM text.`/proc/self/environ`",
+        "SELECT value FROM text.`/proc/self/cmdline`",
+        f"SELECT value FROM text.`/proc/{launcher.pid}/environ`",
+        f"SELECT value FROM text.`/proc/{launcher.pid}/cmdline`",
+    ]
+    session = run_session(port, ANALYST, PASSWORD, ca_cert, ["SELECT user_email FROM analyst.fct_logins "
+                                                              "WHERE user_email IS NOT NULL LIMIT 50", *attempts])
+    results = session["results"]
+    masked = results[0]
+    assert masked["ok"] and masked["rows"] and all(r[0].startswith("pii:") for r in masked["rows"]), masked
+    for result in results:
+        text = json.dumps(result).lower()
+        assert not [e for e in emails if e in text], f"a clear e-mail address: {result['statement']}"
+        assert not [s for s in secrets if s.lower() in text], f"a secret: {result['statement']}"
+    answered = {r["statement"]: r for r in results}
+    for statement in attempts[:7] + [attempts[8], attempts[10]]:  # the lake is out of reach
+        assert not answered[statement]["ok"], f"answered: {statement}"
+
+
+def test_an_odbc_client_lists_every_analyst_tables_columns_with_their_docs(spark, gold_lake, analysts):
+    cfg = gold_lake[0]
+    port, ca_cert, _launcher = analysts
+    listed = run_session(port, ANALYST, PASSWORD, ca_cert, [], columns_of="analyst")["columns"]
+    marts = mart_tables(spark, tables(cfg).gold_schema)
+    assert sorted(listed) == marts
+    for name in marts:
+        fields = spark.table(tables(cfg).gold(name)).schema.fields
+        assert [c[0] for c in listed[name]] == [f.name for f in fields], name
+        assert all(c[1] for c in listed[name]), f"{name}: a column without a type"
+    remarks = {c[0]: c[2] for c in listed["fct_logins"]}
+    assert remarks["event_id"] == "The silver event this row came from."
+
+
+def test_the_auditors_server_answers_in_clear(spark, cfg, gold_lake):
+    """The auditors' server is the lakehouse's own session: the marts in clear."""
+    t = tables(gold_lake[0])
+    server = start_auditor_server(spark, cfg)
+    try:
+        session = run_session(cfg.get("serve.auditor_port"), "auditor", None, None,
+                              [f"SELECT lower(user_email) FROM {t.gold('fct_logins')} WHERE user_email IS NOT NULL"])
+    finally:
+        server.stop()
+    seen = {r[0] for r in session["results"][0]["rows"]}
+    assert seen == _clear_emails(spark, gold_lake[0])

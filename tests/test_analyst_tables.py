@@ -1,0 +1,135 @@
+"""The analysts' copy of gold (pipelines/analyst/publish.py): one Delta table per mart, its personal
+columns masked in the files with keyed pseudonyms; and the check that keeps the marts' tags
+complete: a mart column holding a value silver's catalogue calls personal must be tagged."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from pipelines import storage
+from pipelines.analyst.publish import (
+    CATALOG_FILE,
+    mart_docs,
+    masked_columns,
+    publish_analyst_tables,
+    tables_location,
+)
+from pipelines.config import Config
+from pipelines.gold.compact import mart_tables
+from pipelines.personal_data import MASKED_ROLES, NONE, RAW, catalogue
+from pipelines.personal_data.pseudonym import pseudonym
+from pipelines.tables import tables
+
+
+def _copy(spark, cfg, name: str) -> DataFrame:
+    return spark.read.format("delta").load(storage.join(tables_location(cfg), name))
+
+
+def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold_lake):
+    cfg = gold_lake[0]
+    t = tables(cfg)
+    marts = mart_tables(spark, t.gold_schema)
+    docs = mart_docs()
+    assert set(marts) == set(docs)  # every documented mart was built
+    catalog = json.loads(storage.read_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE)))
+    assert sorted(catalog["marts"]) == marts
+    key = os.environ["AUDITLAKE_PSEUDONYM_KEY"].encode()
+    assert os.environ["AUDITLAKE_PSEUDONYM_KEY"] not in json.dumps(catalog)
+    for name in marts:
+        mart, copy = spark.table(t.gold(name)), _copy(spark, cfg, name)
+        assert [(f.name, f.dataType) for f in copy.schema] == [(f.name, f.dataType) for f in mart.schema], name
+        documented = {c: d for c, d in docs[name].columns.items() if d}
+        assert {f.name: f.metadata.get("comment") for f in copy.schema if f.name in documented} == documented, name
+        masked = masked_columns(docs[name])
+        assert sorted(masked) == catalog["marts"][name]["masked"]
+        if not masked:
+            assert copy.exceptAll(mart).count() == 0 and copy.count() == mart.count(), name
+            continue
+        figures = ", ".join(f"count(DISTINCT `{c}`) AS `d_{c}`, count_if(`{c}` NOT LIKE 'pii:%') AS `u_{c}`"
+                            for c in sorted(masked))
+        clear, hidden = (frame.selectExpr("count(*) AS n", *figures.split(", ")).first() for frame in (mart, copy))
+        assert hidden["n"] == clear["n"], name
+        for c in sorted(masked):
+            assert hidden[f"u_{c}"] == 0, f"{name}.{c} holds unmasked values"
+            assert hidden[f"d_{c}"] == clear[f"d_{c}"], f"{name}.{c}: the pseudonym lost or merged values"
+    # the same value reads the same in every table (joins still join), and it is the keyed one
+    email = spark.table(t.gold("fct_logins")).where("user_email IS NOT NULL").select("user_email").first()[0]
+    assert _copy(spark, cfg, "fct_logins").where(F.col("user_email") == pseudonym(email, key)).count() > 0
+    joined = (_copy(spark, cfg, "fct_logins").select("user_email").distinct()
+              .join(_copy(spark, cfg, "dim_users").select("user_email").distinct(), "user_email").count())
+    clear = (spark.table(t.gold("fct_logins")).select("user_email").distinct()
+             .join(spark.table(t.gold("dim_users")).select("user_email").distinct(), "user_email").count())
+    assert joined == clear > 0
+
+
+def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everything(spark, gold_lake):
+    cfg = gold_lake[0]
+    quiet = []
+    assert publish_analyst_tables(spark, cfg, log=quiet.append) == []
+    assert quiet == [f"gold: 0 of {len(mart_docs())} analyst tables copied to {tables_location(cfg)} "
+                     f"({sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed "
+                     "pseudonyms)"]
+    rotated = Config(cfg.env, {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}},
+                     cfg.files)
+    # the shared lake's copies keep the rotated key afterwards: the tests after this one need no key
+    os.environ["ROTATED_KEY"] = "r" * 40
+    try:
+        assert len(publish_analyst_tables(spark, rotated, log=quiet.append)) == len(mart_docs())
+    finally:
+        del os.environ["ROTATED_KEY"]
+    email = _copy(spark, cfg, "fct_logins").where("user_email IS NOT NULL").select("user_email").first()[0]
+    clear = spark.table(tables(cfg).gold("fct_logins")).where("user_email IS NOT NULL").select("user_email")
+    assert email in {pseudonym(r[0], b"r" * 40) for r in clear.collect()}
+
+
+def _personal_values(spark, cfg) -> DataFrame:
+    """Every value silver holds as an e-mail, a name or a network trace (a by_event column's only on
+    its events), but those it also holds where nothing personal is (a user named like a workbook:
+    such a value says nothing about a column). Raw text is left out: it is masked whole, and a part
+    of it may be anything."""
+    t = tables(cfg)
+    sources = {"site": t.silver_events("site"), "tenant": t.silver_events("tenant"), "writeback": t.writeback_audit}
+    roles = [r for r in MASKED_ROLES if r != RAW]
+    personal, other = [], []
+    for source, table in sources.items():
+        frame = spark.table(table)
+        text = {f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)}
+        for column in catalogue().columns(source, *roles):
+            personal.append(frame.select(F.col(column).cast("string").alias("value")))
+        for column in text & set(catalogue().columns(source, NONE)):
+            person_events = [e for events in catalogue().by_event[source].get(column, {}).values() for e in events]
+            rows = frame.where(~F.col("event_type").isin(*person_events)) if person_events else frame
+            other.append(rows.select(F.col(column).alias("value")))
+            if person_events:
+                personal.append(frame.where(F.col("event_type").isin(*person_events)).select(F.col(column).alias("value")))
+    values = reduce(DataFrame.unionByName, personal).where("value IS NOT NULL AND length(value) > 3").distinct()
+    return values.join(reduce(DataFrame.unionByName, other).distinct(), "value", "left_anti").cache()
+
+
+def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spark, gold_lake):
+    """Data, not names: a mart column (string) that holds a value that silver's catalogue calls an
+    e-mail, a name or a network trace must carry meta {personal: <masked role>} in the marts' YAML."""
+    cfg = gold_lake[0]
+    t = tables(cfg)
+    values = _personal_values(spark, cfg)
+    assert values.count() > 100
+    docs = mart_docs()
+    untagged = {}
+    for name in mart_tables(spark, t.gold_schema):
+        mart = spark.table(t.gold(name))
+        masked = masked_columns(docs[name])
+        candidates = [f.name for f in mart.schema if isinstance(f.dataType, StringType) and f.name not in masked]
+        if not candidates:
+            continue
+        stacked = mart.select(F.explode(F.array(*[F.struct(F.lit(c).alias("column"), F.col(c).alias("value"))
+                                                  for c in candidates])).alias("cell")).select("cell.*")
+        hits = stacked.join(values, "value", "left_semi").groupBy("column").agg(F.min("value").alias("e"))
+        untagged.update({f"{name}.{r['column']}": r["e"] for r in hits.collect()})  # column -> one value held
+    values.unpersist()
+    assert untagged == {}, f"mart columns holding personal values without meta {{personal: ...}}: {untagged}"
