@@ -79,6 +79,7 @@ def run_refresh(
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)
+    secure_lake(cfg)  # and the folders this run made
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
     if "gold" in layers and cfg.get("alerts.on_refresh"):
         send_alerts_after_gold(spark, cfg, report, log)

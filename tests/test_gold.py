@@ -282,14 +282,14 @@ def test_dbt_var_defaults_match_conf():
 
 @pytest.mark.subprocess
 def test_gold_marts_through_the_thrift_server_with_beeline(spark, cfg, gold_lake):
-    """A real JDBC client (beeline, shipped with PySpark) on the Spark Thrift Server, as a BI tool would."""
-    from pipelines.serve import beeline_rows, jdbc_url, start_thrift_server
+    """A real JDBC client (beeline, shipped with PySpark) on the auditors' Thrift server, as a BI tool would."""
+    from pipelines.serve import beeline_rows, jdbc_url, start_auditor_server
 
     gold = gold_lake[0].get("gold.schema")
     query = f"SELECT outcome, count(*) AS n FROM {gold}.fct_logins GROUP BY outcome ORDER BY outcome"
-    server = start_thrift_server(spark, cfg)  # the session's configuration says where it listens
+    server = start_auditor_server(spark, cfg)  # the session's configuration says where it listens
     try:
-        rows = beeline_rows(jdbc_url(cfg), query)
+        rows = beeline_rows(jdbc_url(cfg, "auditor"), query)
     finally:
         server.stop()
     expected = [[r["outcome"], str(r["n"])] for r in spark.sql(query).collect()]

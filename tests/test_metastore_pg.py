@@ -40,7 +40,7 @@ def _environ(pg: PgServer, data_dir: Path, thrift_port: int) -> dict[str, str]:
             "AUDITLAKE__METASTORE__POSTGRESQL__PORT": str(pg.port),
             "AUDITLAKE__METASTORE__POSTGRESQL__USER": pg.user,
             "AUDITLAKE_METASTORE_PASSWORD": pg.password,
-            "AUDITLAKE__SERVE__PORT": str(thrift_port),
+            "AUDITLAKE__SERVE__AUDITOR_PORT": str(thrift_port),  # the auditors' server reads the lake's metastore
         }
     )
     return environ
@@ -52,7 +52,7 @@ def test_refresh_runs_while_the_thrift_server_serves_the_same_metastore(spark, p
     source = tmp_path / "delivery"
     generate_activity_log(source, 400, seed=3, days=1)
     server = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "--env", "pgmeta", "serve"],
+        [sys.executable, "-m", "pipelines.cli", "--env", "pgmeta", "serve", "--role", "auditor"],
         env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:

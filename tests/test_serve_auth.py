@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from devtools.pg_server import free_port
 from pipelines.config import PROJECT_ROOT, ConfigError, load_config
 from pipelines.serve import beeline_rows
+from tests.serving import serving
 
 CLIENT_PYTHON = PROJECT_ROOT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
 SIGN_IN = PROJECT_ROOT / "tests" / "clients" / "sign_in.py"
@@ -93,31 +91,10 @@ def server(tmp_path_factory):
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
     }
-    log = (tmp / "serve.log").open("w")
-    proc = subprocess.Popen([str(AUDITLAKE), "serve", "--role", "auditor"], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            if proc.poll() is not None:
-                output = (tmp / "serve.log").read_text()[-3000:]
-                raise RuntimeError(f"auditlake serve exited {proc.returncode}: {output}")
-            try:
-                socket.create_connection((HOST, port), timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"auditlake serve did not listen on {port}") from None
-                time.sleep(0.5)
-        yield port, tls
+        with serving([str(AUDITLAKE), "serve", "--role", "auditor"], env, port, tmp / "serve.log", timeout=240):
+            yield port, tls
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
         ldap.stop()
 
 

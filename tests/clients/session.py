@@ -34,7 +34,10 @@ results = []
 for statement in job.get("statements") or []:
     try:
         cursor.execute(statement)
-        rows = [list(row) for row in cursor.fetchall()] if cursor.description else []
+        try:
+            rows = [list(row) for row in cursor.fetchall()] if cursor.description else []
+        except IndexError:  # impyla on an empty result that declares a column (ADD JAR, CREATE FUNCTION)
+            rows = []
         results.append({"statement": statement, "ok": True, "rows": rows})
     except Exception as exc:
         results.append({"statement": statement, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
