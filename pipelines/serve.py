@@ -29,6 +29,7 @@ import signal
 import socket
 import threading
 import time
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -58,14 +59,28 @@ def ldap_properties(cfg: Config, role: str) -> dict[str, str | None]:
     return {prop: (cfg.get(f"serve.ldap.{keys[key]}") or None) if ldap else None for key, prop in LDAP_KEYS.items()}
 
 
-def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[str, str | None],
-                        keystore_password: str | None = None, timeout: float = 120):
+@contextmanager
+def keystore_password(spark: SparkSession, password: str | None):
+    """The TLS keystore's password as a JVM system property while the block runs, then gone. The
+    Thrift server's HiveConf is the metastore client's, made at the session's first catalog use,
+    which reads system properties then (a runtime session setting never reaches it): the block must
+    hold that first use and the server's start. Never on a command line, in a Spark setting, nor
+    readable by SQL afterwards."""
+    system = spark._jvm.java.lang.System
+    if password is not None:
+        system.setProperty(KEYSTORE_PASSWORD, password)
+    try:
+        yield
+    finally:
+        system.clearProperty(KEYSTORE_PASSWORD)
+
+
+def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[str, str | None], timeout: float = 120):
     """Start HiveThriftServer2 in this session's JVM and wait until it accepts connections;
     returns the server (call ``.stop()``). Host, port, sign-in mode and the keystore's path are part
     of the session's configuration (session-start ``spark.hadoop.*`` settings, which win over runtime
-    ones); the LDAP provider's settings ``ldap`` are set here (module docstring). The keystore's
-    password is a session setting only while the server starts (it reads it once, to open its TLS
-    socket): never on the driver's command line, nor readable by SQL afterwards."""
+    ones); the LDAP provider's settings ``ldap`` are set here (module docstring); the keystore's
+    password comes from ``keystore_password``."""
     try:
         socket.create_connection((host, port), timeout=2).close()
         raise RuntimeError(f"something already listens on {host}:{port}: another `auditlake serve`?")
@@ -78,13 +93,8 @@ def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[st
         else:
             system.setProperty(prop, value)
     server_class = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    if keystore_password is not None:
-        spark.conf.set(KEYSTORE_PASSWORD, keystore_password)
-    try:
-        # exitOnError=False: a server that fails to start must not System.exit() our driver
-        server = server_class.startWithSparkSession(spark._jsparkSession, False)
-    finally:
-        spark.conf.unset(KEYSTORE_PASSWORD)
+    # exitOnError=False: a server that fails to start must not System.exit() our driver
+    server = server_class.startWithSparkSession(spark._jsparkSession, False)
     # the listener starts on a thread of its own, after startWithContext returns
     deadline = time.monotonic() + timeout
     while True:
@@ -101,8 +111,9 @@ def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[st
 def start_auditor_server(spark: SparkSession, cfg: Config, timeout: float = 120):
     """The auditors' server, in the lakehouse's own session: every schema, in clear."""
     password = secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None
-    return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"), ldap_properties(cfg, "auditor"),
-                               password, timeout)
+    with keystore_password(spark, password):  # the session's first catalog use is the server's start
+        return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"),
+                                   ldap_properties(cfg, "auditor"), timeout)
 
 
 def _wait_for_signal() -> None:

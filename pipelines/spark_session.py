@@ -145,7 +145,7 @@ def serve_conf(cfg: Config) -> dict[str, str]:
     both servers. The Thrift server reads these, like its host and port, from the session-start
     ``spark.hadoop.*`` settings: neither a runtime ``spark.conf.set`` nor a JVM system property set
     before it starts reaches it (checked). The LDAP provider's own settings are system properties,
-    and the keystore's password a setting only while the server starts (pipelines.serve)."""
+    and the keystore's password a system property only while the server starts (pipelines.serve)."""
     conf = {}
     if cfg.get("serve.auth") == "ldap":
         conf["spark.hadoop.hive.server2.authentication"] = "LDAP"

@@ -10,8 +10,8 @@ process can (``delta.`path```, ``CREATE TABLE ... LOCATION``), call static Java 
 metastore (one view per analyst table, made from ``catalog.json`` at start and again when it
 changes), runs as a user the lake's folders shut out, starts from an environment with no secret
 in it, and is never given the pseudonym key. The one secret it needs, the TLS keystore's password,
-is in its Hadoop configuration only while the server reads its keystore: no SQL setting, JVM system
-property, environment variable or command-line argument holds it.
+is a JVM system property only while the server opens its TLS socket: afterwards no SQL setting,
+JVM system property, environment variable or command-line argument holds it.
 """
 
 from __future__ import annotations
@@ -103,13 +103,14 @@ def main() -> int:
         print(f"serve: refused: the analysts' server runs as uid {os.getuid()}, who can read {readable}: run it "
               "as a user the lake's folders shut out (serve.analyst_os_user; docs/operations.md)", file=sys.stderr)
         return 2
-    from pipelines.serve import start_thrift_server
+    from pipelines.serve import keystore_password, start_thrift_server
 
     spark = session(spec)
     tables_dir = f"{spec['analyst_dir']}/tables"
-    text = read_catalog(spark, spec["analyst_dir"])
-    views = sync_views(spark, tables_dir, json.loads(text))
-    server = start_thrift_server(spark, spec["host"], spec["port"], spec["ldap"], spec.get("keystore_password"))
+    with keystore_password(spark, spec.get("keystore_password")):  # from before the first catalog use
+        text = read_catalog(spark, spec["analyst_dir"])
+        views = sync_views(spark, tables_dir, json.loads(text))
+        server = start_thrift_server(spark, spec["host"], spec["port"], spec["ldap"])
     print(f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({views} tables in "
           f"{json.loads(text)['schema']}, masked)", flush=True)
     stop = threading.Event()
