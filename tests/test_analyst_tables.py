@@ -92,7 +92,7 @@ def _personal_values(spark, cfg) -> DataFrame:
     """Every value silver holds as an e-mail, a name or a network trace (a by_event column's only on
     its events), but those it also holds where nothing personal is (a user named like a workbook:
     such a value says nothing about a column). Raw text is left out: it is masked whole, and a part
-    of it may be anything."""
+    of it may be anything. One scan per silver table."""
     t = tables(cfg)
     sources = {"site": t.silver_events("site"), "tenant": t.silver_events("tenant"), "writeback": t.writeback_audit}
     roles = [r for r in MASKED_ROLES if r != RAW]
@@ -100,14 +100,15 @@ def _personal_values(spark, cfg) -> DataFrame:
     for source, table in sources.items():
         frame = spark.table(table)
         text = {f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)}
-        for column in catalogue().columns(source, *roles):
-            personal.append(frame.select(F.col(column).cast("string").alias("value")))
-        for column in text & set(catalogue().columns(source, NONE)):
-            person_events = [e for events in catalogue().by_event[source].get(column, {}).values() for e in events]
-            rows = frame.where(~F.col("event_type").isin(*person_events)) if person_events else frame
-            other.append(rows.select(F.col(column).alias("value")))
-            if person_events:
-                personal.append(frame.where(F.col("event_type").isin(*person_events)).select(F.col(column).alias("value")))
+        mine, theirs = [F.col(c).cast("string") for c in catalogue().columns(source, *roles)], []
+        for column in sorted(text & set(catalogue().columns(source, NONE))):
+            events = [e for per_role in catalogue().by_event[source].get(column, {}).values() for e in per_role]
+            on_person_events = F.col("event_type").isin(*events) if events else F.lit(False)
+            mine.append(F.when(on_person_events, F.col(column)))
+            theirs.append(F.when(~on_person_events, F.col(column)))
+        for found, values in ((personal, mine), (other, theirs)):
+            if values:
+                found.append(frame.select(F.explode(F.array(*values)).alias("value")))
     values = reduce(DataFrame.unionByName, personal).where("value IS NOT NULL AND length(value) > 3").distinct()
     return values.join(reduce(DataFrame.unionByName, other).distinct(), "value", "left_anti").cache()
 
