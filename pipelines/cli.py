@@ -9,6 +9,7 @@
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
+    auditlake erase                         finish an erasure a crash left pending (a refresh does it first too)
     auditlake alerts [--dry-run|--skip-backlog]  each new detection (gold.rpt_detections) once to the webhook
     auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
     auditlake dq report                     the Data Docs site and the latest validation run
@@ -224,15 +225,20 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
-    """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way."""
+    """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way. An erasure a
+    crash left pending is finished first (without --user: only that)."""
     from pipelines.config import secret
-    from pipelines.erase import EraseError, erase_person
+    from pipelines.erase import EraseError, erase_person, finish_pending_erasure
     from pipelines.spark_session import build_spark
 
-    salt = secret(cfg, "erase.salt_env")
+    salt = secret(cfg, "erase.salt_env") if args.user else ""
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
         try:
-            erase_person(build_spark(cfg), cfg, args.user, salt, requested_by=args.requested_by, log=log)
+            spark = build_spark(cfg)
+            if args.user:
+                erase_person(spark, cfg, args.user, salt, requested_by=args.requested_by, log=log)
+            elif finish_pending_erasure(spark, cfg, log=log) is None:
+                log("erase: no erasure is pending (give --user to erase a person)")
         except EraseError as exc:
             print(f"auditlake erase: {exc}", file=sys.stderr)
             return 1
@@ -378,7 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("erase", help="pseudonymise one person's identifiers in every layer, then vacuum old "
                                      "file versions (GDPR Article 17); recorded in ops.erasures")
-    p.add_argument("--user", required=True, metavar="LUID|EMAIL", help="the person's user LUID or e-mail address")
+    p.add_argument("--user", metavar="LUID|EMAIL",
+                   help="the person's user LUID or e-mail address (without it: only finish an erasure a crash "
+                        "left pending)")
     p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")

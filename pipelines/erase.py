@@ -8,28 +8,37 @@ covers). The steps:
    (the catalogue's ``people``: the columns that describe one person within a row,
    pipelines/personal_data/catalogue.yaml), followed until no new
    LUID or e-mail turns up. Nobody found: ``PersonNotFound``, nothing changed.
-2. **Pseudonymise** every Delta table of the bronze, silver, ops and gold schemas: each
-   identifier becomes its token, ``erased:<12 hex of sha256(salt + identifier)>`` (one token per
+2. **Pending**: before anything is rewritten, the erasure is written down: a state file under
+   ``<checkpoints>/erasure_pending/`` (the identifiers, their tokens, the tables in order, the rows
+   counted so far; the clear values a re-run needs, so not in a Delta table) and a row of
+   ``ops.erasures`` with status ``pending`` (tokens only). A re-run of ``auditlake erase`` or the
+   next refresh finishes a pending erasure first (``finish_pending_erasure``).
+3. **Pseudonymise** every Delta table of the bronze, silver, ops and gold schemas, in that order:
+   each identifier becomes its token, ``erased:<12 hex of sha256(salt + identifier)>`` (one token per
    identifier, so keys stay unique and joins still join). LUIDs and e-mails are replaced wherever
    they occur in a text (raw JSON lines included); names (sign-in and display names) only where a
    value is the whole name, or a JSON string holding it, so a name inside another word is left.
-3. **Vacuum** every table touched with ``erase.vacuum_retain_hours``: the files that held the old
+   The rows are counted (and the count saved) before a table's rewrite; a table rewritten already
+   matches no row, and Delta makes no commit for it.
+4. **Vacuum** every table touched with ``erase.vacuum_retain_hours``: the files that held the old
    values (and the change data feed's pre-images) are deleted, so time travel to a version before
    the erasure fails.
-4. **Catch up** the readers of bronze: silver's promoted range moves past the erasure's commits
-   (a batch with no rows in ``ops.silver_batches``), whose change data the vacuum removed; the
-   Write-Back stream skips commits that change rows. A gold build that was current still is.
-5. **Record** ``ops.erasures``: when, who ran it, the kind of identifier given, the tokens, rows
-   per table and the retention; never a value that was erased.
+5. **Catch up** the readers of bronze: silver promotion reads only the rows bronze's appends
+   inserted, never an erasure's rewrite; its promoted range moves past the erasure's commits where
+   behind (a batch with no rows in ``ops.silver_batches``); the Write-Back stream skips commits that
+   change rows. A gold build that was current still is.
+6. **Record** ``ops.erasures`` as done (when, rows per table, tables vacuumed), then delete the state
+   file: no value that was erased outlives the erasure.
 """
 
 from __future__ import annotations
 
 import getpass
 import hashlib
+import json
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,8 +47,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
+from pipelines import storage
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.silver.promote import last_promoted
+from pipelines.analyst.publish import publish_analyst_tables
+from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import LAYER_SCHEMAS, Config
 from pipelines.delta_util import create_table_if_missing, table_names, table_version
 from pipelines.gold import inputs as gold_inputs
@@ -54,7 +66,7 @@ RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
     "tokens array<string>, identifiers int, rows_by_table map<string,bigint>, rows_total bigint, "
-    "vacuum_retain_hours int, tables_vacuumed int"
+    "vacuum_retain_hours int, tables_vacuumed int, status string, started_at timestamp"
 )
 
 
@@ -209,18 +221,37 @@ def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
     return [name for name in out if name != t.erasures]
 
 
-def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
-    """Rewrite the rows of ``table`` holding an identifier; -> how many (0: no commit)."""
-    frame = spark.table(table)
+def _holding(frame: DataFrame, person: Person, tokens: dict[str, str]) -> tuple[Column, dict[str, Column]] | None:
+    """(rows holding an identifier, column -> its rewrite) for ``frame``; None: no text column."""
     rewrites = _rewrites(frame, person, tokens)
     if not rewrites:
-        return 0
+        return None
     changed = F.lit(False)
     for name, value in rewrites.items():
         changed = changed | ~F.col(f"`{name}`").eqNullSafe(value)
-    rows = frame.where(changed).count()
+    return changed, rewrites
+
+
+def count_holding(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
+    """How many rows of ``table`` hold one of the person's identifiers."""
+    frame = spark.table(table)
+    holding = _holding(frame, person, tokens)
+    return frame.where(holding[0]).count() if holding else 0
+
+
+def rewrite_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> None:
+    """Rewrite the rows of ``table`` holding an identifier (none left: Delta makes no commit)."""
+    holding = _holding(spark.table(table), person, tokens)
+    if holding:
+        DeltaTable.forName(spark, table).update(condition=holding[0],
+                                                set={f"`{n}`": v for n, v in holding[1].items()})
+
+
+def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
+    """Rewrite the rows of ``table`` holding an identifier; -> how many (0: no commit)."""
+    rows = count_holding(spark, table, person, tokens)
     if rows:
-        DeltaTable.forName(spark, table).update(condition=changed, set={f"`{n}`": v for n, v in rewrites.items()})
+        rewrite_table(spark, table, person, tokens)
     return rows
 
 
@@ -268,50 +299,190 @@ def _writeback_pending(spark: SparkSession, t: Tables) -> bool:
 
 
 def move_silver_past(spark: SparkSession, cfg: Config, erasure_id: str) -> None:
-    """Record, per family, a promotion of no rows up to bronze's current version: the erasure's
-    commits are updates of rows silver has, and their change data is gone after the vacuum."""
+    """Record, per family silver is behind on, a promotion of no rows up to bronze's current version:
+    the erasure's commits are updates of rows silver has (promotion would skip them anyway, reading
+    appends only), so the next refresh finds nothing new. Only where behind: safe to repeat."""
     t = tables(cfg)
-    rows = [(erasure_id, family, table_version(spark, t.bronze_raw(family)), 0, 0, 0, 0)
-            for family in FAMILIES if spark.catalog.tableExists(t.bronze_raw(family))]
-    if rows and spark.catalog.tableExists(t.silver_batches):
+    if not spark.catalog.tableExists(t.silver_batches):
+        return
+    rows = []
+    for family in FAMILIES:
+        if spark.catalog.tableExists(t.bronze_raw(family)):
+            current = table_version(spark, t.bronze_raw(family))
+            if current > last_promoted(spark, t, family):
+                rows.append((erasure_id, family, current, 0, 0, 0, 0))
+    if rows:
         frame = spark.createDataFrame(rows, "silver_run_id string, family string, batch_id long, bronze_rows long, "
                                             "inserted long, duplicates long, quarantined long")
         frame.withColumn("processed_at", F.current_timestamp()).write.format("delta").mode("append").saveAsTable(
             t.silver_batches)
 
 
-# ---- the whole erasure ------------------------------------------------------------------------
+# ---- the whole erasure: pending until done ---------------------------------------------------
+
+PENDING = "pending"
+DONE = "done"
+PENDING_DIR = "erasure_pending"  # beside the stream checkpoints: the state of an erasure not finished
+
+
+@dataclass
+class PendingErasure:
+    """What an erasure needs to finish after a crash, written before anything is rewritten.
+
+    It holds the person's identifiers in clear (a re-run cannot resolve them again once silver is
+    rewritten), so it lives in a file under the checkpoint folder, not in a Delta table (whose old
+    versions and log statistics would keep them), and is deleted when the erasure is done."""
+
+    erasure_id: str
+    started_at: str  # ISO 8601, UTC
+    requested_by: str
+    identifier_kind: str
+    keys: list[str]
+    names: list[str]
+    tokens: dict[str, str]  # identifier -> token
+    tables: list[str]  # every table to pseudonymise, in order (bronze, silver, ops, gold)
+    rows_by_table: dict[str, int]  # rows holding an identifier, counted just before the table's rewrite
+    gold_was_current: bool
+    vacuum_retain_hours: int
+    seq: int = 0  # the state file's number (each save writes the next one)
+
+    def person(self) -> Person:
+        return Person(self.identifier_kind, set(self.keys), set(self.names))
+
+    def report(self) -> ErasureReport:
+        touched = {t: n for t, n in self.rows_by_table.items() if n}
+        return ErasureReport(self.erasure_id, self.identifier_kind, sorted(set(self.tokens.values())), touched,
+                             self.vacuum_retain_hours, list(touched))
+
+
+def refresh_analyst_copies(spark: SparkSession, cfg: Config, report: ErasureReport, log=print) -> list[str]:
+    """The analysts' copies of the marts the erasure rewrote, copied again from them (their LUIDs
+    are in clear, their pseudonyms a keyed hash of the values erased); -> those copies, as Delta
+    path tables to vacuum. Safe to repeat: a copy already made from a mart's version is not made again."""
+    if not cfg.get("analyst.enabled"):
+        return []
+    gold = tables(cfg).gold_schema + "."
+    marts = [name.removeprefix(gold) for name in report.tables_vacuumed if name.startswith(gold)]
+    if marts:
+        publish_analyst_tables(spark, cfg, log=log)
+    location = analyst_tables_location(cfg)
+    return [f"delta.`{storage.join(location, mart)}`" for mart in marts
+            if storage.is_dir(spark, storage.join(location, mart))]
+
+
+def _pending_dir(cfg: Config) -> str:
+    return storage.join(cfg.checkpoint_dir, PENDING_DIR)
+
+
+def load_pending(spark: SparkSession, cfg: Config) -> PendingErasure | None:
+    """The erasure begun and not finished, if any: its newest complete state file."""
+    folder = _pending_dir(cfg)
+    names = sorted((n for n, is_dir in storage.list_status(spark, folder)
+                    if not is_dir and n.endswith(".json") and not n.startswith(".")), reverse=True)
+    for name in names:  # a kill mid-write leaves the newest file cut short: the one before is whole
+        try:
+            return PendingErasure(**json.loads(storage.read_text(spark, storage.join(folder, name)) or ""))
+        except (json.JSONDecodeError, TypeError):
+            continue
+    return None
+
+
+def _save_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -> None:
+    """Write the state as a new file, then remove the older ones (never overwrite the last whole one)."""
+    folder = _pending_dir(cfg)
+    pending.seq += 1
+    name = f"{pending.seq:06d}.json"
+    storage.write_text(spark, storage.join(folder, name), json.dumps(asdict(pending), sort_keys=True))
+    for old, is_dir in storage.list_status(spark, folder):
+        if not is_dir and old.endswith(".json") and old < name:
+            storage.delete(spark, storage.join(folder, old))
+
+
+def _clear_pending(spark: SparkSession, cfg: Config) -> None:
+    if storage.exists(spark, _pending_dir(cfg)):
+        storage.delete(spark, _pending_dir(cfg))
 
 
 def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None,
                  log=print) -> ErasureReport:
     """Pseudonymise the person with LUID or e-mail ``user`` in every table, vacuum, record it.
-    The caller holds the refresh lock."""
+    An erasure left pending by a crash is finished first; when it was this very person's, that is
+    the erasure (a re-run of the same command). The caller holds the refresh lock."""
+    finished = finish_pending_erasure(spark, cfg, log=log)
+    if finished is not None and user.strip().lower() in finished[1].keys:
+        return finished[0]
+    return finish_erasure(spark, cfg, begin_erasure(spark, cfg, user, salt, requested_by, log=log), log=log)
+
+
+def begin_erasure(spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None,
+                  log=print) -> PendingErasure:
+    """Resolve the person and record the erasure as pending (state file, then ``ops.erasures``)
+    before any table is rewritten. Nothing changes when it raises."""
+    identifier_kind(user)  # a value that is no identifier: say so before reading anything
     erasure_id = f"erase-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     require_promoted(spark, cfg)
     person = resolve_person(spark, cfg, user)
     tokens = {value: token_for(value, salt) for value in person.identifiers()}
+    pending = PendingErasure(
+        erasure_id, datetime.now(UTC).isoformat(), requested_by or getpass.getuser(), person.kind,
+        sorted(person.keys), sorted(person.names), tokens, erasable_tables(spark, cfg), {},
+        gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg),
+        int(cfg.get("erase.vacuum_retain_hours")))
+    _save_pending(spark, cfg, pending)
+    _record_pending(spark, cfg, pending)
     log(f"erase {erasure_id}: {len(tokens)} identifiers of the {person.kind} given, "
-        f"in {len(person.keys)} keys and {len(person.names)} names")
-    gold_was_current = gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg)
-    retain = cfg.get("erase.vacuum_retain_hours")
-    rows_by_table, vacuumed = {}, []
-    for table in erasable_tables(spark, cfg):
-        rows = pseudonymise_table(spark, table, person, tokens)
-        if rows:
-            rows_by_table[table] = rows
-            vacuum(spark, table, retain)
-            vacuumed.append(table)
-        log(f"erase: {table}: {rows} rows pseudonymised" + (f", vacuumed (retain {retain} h)" if rows else ""))
-    move_silver_past(spark, cfg, erasure_id)
-    if gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
+        f"in {len(person.keys)} keys and {len(person.names)} names; pending in {tables(cfg).erasures}")
+    return pending
+
+
+def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print
+                           ) -> tuple[ErasureReport, Person] | None:
+    """Finish the erasure a crash left pending, if any (``auditlake erase`` and a refresh call this
+    first). -> its report and the person, or None when none was pending."""
+    pending = load_pending(spark, cfg)
+    if pending is None:
+        return None
+    log(f"erase: finishing the pending erasure {pending.erasure_id} (begun {pending.started_at[:19]}Z, "
+        f"{len(pending.rows_by_table)} of {len(pending.tables)} tables counted)")
+    return finish_erasure(spark, cfg, pending, log=log), pending.person()
+
+
+def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, log=print) -> ErasureReport:
+    """Every step after the resolution, each one safe to repeat: a table rewritten already matches
+    no row (no commit), a vacuum again deletes nothing more, silver moves only where behind."""
+    person, tokens = pending.person(), pending.tokens
+    _record_pending(spark, cfg, pending)  # a kill between the state file and the record: record it now
+    layer = None
+    for table in pending.tables:
+        if table.split(".")[0] != layer:
+            layer = table.split(".")[0]
+            log(f"erase: pseudonymising {layer}")
+        if not spark.catalog.tableExists(table) or pending.rows_by_table.get(table) == 0:
+            continue
+        rows = pending.rows_by_table.get(table)
+        if rows is None:  # counted (and the count kept) before the rewrite, for the record
+            rows = pending.rows_by_table[table] = count_holding(spark, table, person, tokens)
+            _save_pending(spark, cfg, pending)
+        if rows:  # again after a kill: rows already rewritten match no more, and no commit is made
+            rewrite_table(spark, table, person, tokens)
+        log(f"erase: {table}: {rows} rows pseudonymised")
+    report = pending.report()
+    copies = refresh_analyst_copies(spark, cfg, report, log)
+    log(f"erase: vacuuming {len(report.tables_vacuumed)} tables and {len(copies)} analyst copies "
+        f"(retain {report.vacuum_retain_hours} h)")
+    for table in report.tables_vacuumed + copies:
+        if table in copies or spark.catalog.tableExists(table):
+            vacuum(spark, table, report.vacuum_retain_hours)
+            log(f"erase: {table}: vacuumed")
+    move_silver_past(spark, cfg, pending.erasure_id)
+    if pending.gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
         gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))
     files = scrub_quality_reports(cfg.quality_dir, person, tokens)
     if files:
         log(f"erase: {files} validation result / Data Docs files under {cfg.quality_dir} rewritten")
-    report = ErasureReport(erasure_id, person.kind, sorted(set(tokens.values())), rows_by_table, retain, vacuumed)
-    record_erasure(spark, cfg, report, requested_by or getpass.getuser())
-    log(f"erase {erasure_id}: {report.rows_total} rows in {len(rows_by_table)} tables pseudonymised; "
+    record_done(spark, cfg, report)
+    _clear_pending(spark, cfg)  # the identifiers in clear go with it
+    log(f"erase {pending.erasure_id}: {report.rows_total} rows in {len(report.rows_by_table)} tables pseudonymised; "
         f"recorded in {tables(cfg).erasures}")
     exported = ocsf_exports_note(spark, cfg)
     if exported:
@@ -357,10 +528,36 @@ def scrub_quality_reports(context_dir: Path, person: Person, tokens: dict[str, s
     return rewritten
 
 
-def record_erasure(spark: SparkSession, cfg: Config, report: ErasureReport, requested_by: str) -> None:
-    t = tables(cfg)
-    create_table_if_missing(spark, t.erasures, ERASURES_SCHEMA)
-    row = (report.erasure_id, datetime.now(UTC), requested_by, report.identifier_kind, report.tokens,
-           len(report.tokens), report.rows_by_table, report.rows_total, report.vacuum_retain_hours,
-           len(report.tables_vacuumed))
-    spark.createDataFrame([row], ERASURES_SCHEMA).write.format("delta").mode("append").saveAsTable(t.erasures)
+def _ensure_erasures_table(spark: SparkSession, cfg: Config) -> str:
+    """``ops.erasures``, with ``status`` and ``started_at`` (added to a table made before them; its
+    rows, all finished erasures, are marked done)."""
+    table = tables(cfg).erasures
+    create_table_if_missing(spark, table, ERASURES_SCHEMA)
+    present = {f.name for f in spark.table(table).schema.fields}
+    if "status" not in present:
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS (status string, started_at timestamp)")
+        spark.sql(f"UPDATE {table} SET status = '{DONE}' WHERE status IS NULL")
+    return table
+
+
+def _record_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -> None:
+    """The erasure's row in ``ops.erasures``, status pending: tokens, never a value (once)."""
+    table = _ensure_erasures_table(spark, cfg)
+    if spark.table(table).where(F.col("erasure_id") == pending.erasure_id).limit(1).count():
+        return
+    started = datetime.fromisoformat(pending.started_at)
+    row = (pending.erasure_id, None, pending.requested_by, pending.identifier_kind,
+           sorted(set(pending.tokens.values())), len(pending.tokens), None, None, pending.vacuum_retain_hours, None,
+           PENDING, started)
+    spark.createDataFrame([row], ERASURES_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
+
+
+def record_done(spark: SparkSession, cfg: Config, report: ErasureReport) -> None:
+    """The erasure's row: done, with when, the rows per table and the tables vacuumed."""
+    table = _ensure_erasures_table(spark, cfg)
+    counts = F.create_map(*[F.lit(x) for name, rows in sorted(report.rows_by_table.items()) for x in (name, rows)])
+    DeltaTable.forName(spark, table).update(
+        condition=(F.col("erasure_id") == report.erasure_id) & (F.col("status") == PENDING),
+        set={"status": F.lit(DONE), "erased_at": F.current_timestamp(),
+             "rows_by_table": counts.cast("map<string,bigint>"), "rows_total": F.lit(report.rows_total).cast("bigint"),
+             "tables_vacuumed": F.lit(len(report.tables_vacuumed))})

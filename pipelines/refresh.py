@@ -16,6 +16,7 @@ from pipelines.activity_log.silver import promote, replay
 from pipelines.analyst.launch import secure_lake
 from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
 from pipelines.config import LAYER_SCHEMAS, Config
+from pipelines.erase import finish_pending_erasure
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
@@ -76,6 +77,8 @@ def run_refresh(
     for layer in LAYER_SCHEMAS:
         clear_interrupted_creates(spark, cfg.get(f"{layer}.schema"), log=log, derived=layer == "gold")
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
+    # an erasure a crash left pending is finished before any new row lands (pipelines/erase.py)
+    finish_pending_erasure(spark, cfg, log=log)
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)

@@ -12,7 +12,17 @@ from pyspark.sql import functions as F
 from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import LAYER_SCHEMAS, load_config
 from pipelines.delta_util import table_names, table_version
-from pipelines.erase import TOKEN_PREFIX, EraseError, PersonNotFound, erase_person
+from pipelines.erase import (
+    PENDING_DIR,
+    TOKEN_PREFIX,
+    EraseError,
+    PendingErasure,
+    PersonNotFound,
+    _clear_pending,
+    _save_pending,
+    erase_person,
+    load_pending,
+)
 from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
@@ -126,7 +136,29 @@ def test_the_erasure_is_recorded_without_the_values(spark, erased):
     assert record["rows_total"] == report.rows_total > 0
     assert record["rows_by_table"] == report.rows_by_table
     assert record["vacuum_retain_hours"] == 0 and all(tok.startswith(TOKEN_PREFIX) for tok in record["tokens"])
+    assert record["status"] == "done" and record["started_at"] <= record["erased_at"]
     assert not any(v.lower() in json.dumps(record, default=str).lower() for v in values)
+    # the state a re-run would have needed (the identifiers in clear) went with the erasure
+    assert load_pending(spark, cfg) is None
+    assert not (Path(cfg.checkpoint_dir) / PENDING_DIR).exists()
+
+
+def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path):
+    environ = variant_environ(tmp_path, "erase_state")
+    cfg = load_config("test", environ=environ)
+    pending = PendingErasure("erase-x", "2026-06-01T00:00:00+00:00", "dpo", "email", ["a@example.com"], ["A"],
+                             {"a@example.com": "erased:1", "A": "erased:2"}, ["bronze.t", "silver.t"], {},
+                             True, 0)
+    _save_pending(spark, cfg, pending)
+    pending.rows_by_table["bronze.t"] = 3
+    _save_pending(spark, cfg, pending)
+    folder = Path(cfg.checkpoint_dir) / PENDING_DIR
+    assert sorted(p.name for p in folder.glob("*.json")) == ["000002.json"], "older states are removed"
+    (folder / "000003.json").write_text('{"erasure_id": "erase-x", "rows_by', encoding="utf-8")  # killed mid-write
+    loaded = load_pending(spark, cfg)
+    assert loaded.rows_by_table == {"bronze.t": 3} and loaded.person().keys == {"a@example.com"}
+    _clear_pending(spark, cfg)
+    assert load_pending(spark, cfg) is None and not folder.exists()
 
 
 def test_reconcile_balances_and_a_refresh_adds_nothing(spark, erased):

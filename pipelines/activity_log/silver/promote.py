@@ -1,7 +1,8 @@
 """Promote bronze to silver, incrementally and exactly once.
 
 Each run promotes, per family, the bronze rows committed since the last promotion (a range of
-bronze's Delta versions, read through its change data feed) in one typed pass. Every write uses
+bronze's Delta versions, read through its change data feed: the rows its appends inserted, never
+an erasure's rewrite of rows already promoted) in one typed pass. Every write uses
 Delta's idempotent-write options (``txnAppId`` + ``txnVersion`` = the range's end), so a range
 redone after a crash is skipped where it had already committed; and a bronze row already in
 silver (same ``bronze_id``) is recognised as a replay, not counted as a duplicate.
@@ -13,7 +14,9 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import reduce
 
+from delta.tables import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -244,16 +247,54 @@ def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
     return -1 if row[0] is None else int(row[0])
 
 
-def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) -> DataFrame:
-    """Bronze rows committed in versions ``after`` < v <= ``upto`` (bronze is append-only: its change
-    data feed reads just the files those commits added)."""
+# The commits of bronze that add rows: the landing's appends. Any other commit adds none silver has
+# not seen: an erasure's UPDATE (pipelines/erase.py) rewrites rows already promoted, VACUUM START /
+# END and OPTIMIZE change no row; and the vacuum after an erasure deletes the change data of its
+# UPDATE, so such a commit must not even be read.
+APPENDS = ("WRITE", "STREAMING UPDATE")
+
+
+def appended_ranges(spark: SparkSession, table: str, after: int, upto: int) -> list[tuple[int, int]]:
+    """The runs (first, last) of consecutive versions ``after`` < v <= ``upto`` that appended rows."""
+    newest = table_version(spark, table)
+    if upto <= after:
+        return []
+    history = DeltaTable.forName(spark, table).history(newest - after).select("version", "operation").collect()
+    versions = sorted(r["version"] for r in history if after < r["version"] <= upto and r["operation"] in APPENDS)
+    runs: list[tuple[int, int]] = []
+    for v in versions:
+        if runs and runs[-1][1] == v - 1:
+            runs[-1] = (runs[-1][0], v)
+        else:
+            runs.append((v, v))
+    return runs
+
+
+def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) -> DataFrame | None:
+    """Bronze rows committed in versions ``after`` < v <= ``upto``: the ``insert`` rows of its change
+    data feed, read over the versions that appended (for an append, just the files it added).
+    An UPDATE gives ``update_preimage`` / ``update_postimage`` rows, never ``insert``, and is not
+    read at all (see ``APPENDS``). None: no version of the range appended rows."""
     if after < 0:
         return spark.read.format("delta").option("versionAsOf", upto).table(table)
-    return (
+    frames = [
         spark.read.format("delta").option("readChangeFeed", "true")
-        .option("startingVersion", after + 1).option("endingVersion", upto).table(table)
+        .option("startingVersion", first).option("endingVersion", last).table(table)
+        .where(F.col("_change_type") == "insert")
         .drop("_change_type", "_commit_version", "_commit_timestamp")
-    )
+        for first, last in appended_ranges(spark, table, after, upto)
+    ]
+    if not frames:
+        return None
+    return reduce(DataFrame.unionByName, frames)
+
+
+def _record_no_rows(spark: SparkSession, t: Tables, family: str, run_id: str, app_id: str, upto: int) -> None:
+    """A promotion of no rows up to ``upto`` (a range of commits that appended nothing)."""
+    stats = spark.createDataFrame([(run_id, family, upto, 0, 0, 0, 0)],
+                                  "silver_run_id string, family string, batch_id long, bronze_rows long, "
+                                  "inserted long, duplicates long, quarantined long")
+    _append(stats.withColumn("processed_at", F.current_timestamp()), t.silver_batches, app_id, upto)
 
 
 def promote_family(
@@ -286,6 +327,10 @@ def promote_family(
     for after, upto in ranges:
         storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
         batch = bronze_rows_between(spark, source, after, upto)
+        if batch is None:  # e.g. an erasure's rewrite and its vacuum: nothing new, nothing to check
+            _record_no_rows(spark, t, family, run_id, app_id, upto)
+            log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
+            continue
         r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
