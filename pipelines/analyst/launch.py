@@ -23,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 from pipelines import storage
-from pipelines.analyst.publish import CATALOG_FILE
+from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.config import CONF_DIR, PROJECT_ROOT, Config, secret
 from pipelines.jars import jar_paths
+from pipelines.serve import ldap_properties
 from pipelines.spark_session import log_dir, serve_conf
 
 ANALYST_DRIVER_MEMORY = "2g"  # it reads masked copies; the lake's own session keeps spark.driver_memory
@@ -103,22 +104,17 @@ def server_spec(cfg: Config, state_dir: Path) -> dict:
     return {
         "host": cfg.get("serve.host"),
         "port": cfg.get("serve.port"),
-        "ldap": _ldap(cfg),
+        "ldap": ldap_properties(cfg, "analyst"),
         "server_conf": conf,
         "keystore_password": secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None,
         "analyst_dir": cfg.analyst_dir,
+        "tables_dir": tables_location(cfg),
         "state_dir": str(state_dir),
         "jars": [str(p) for p in jar_paths(cfg)],
         "log4j": str(CONF_DIR / "log4j2.properties"),
         "driver_memory": ANALYST_DRIVER_MEMORY,
         "private": [str(p) for p in private_locations(cfg)],
     }
-
-
-def _ldap(cfg: Config) -> dict[str, str | None]:
-    from pipelines.serve import ldap_properties
-
-    return ldap_properties(cfg, "analyst")
 
 
 def serve_analysts(cfg: Config, log=print) -> int:

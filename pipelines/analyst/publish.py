@@ -87,8 +87,13 @@ def tables_location(cfg: Config) -> str:
     return storage.join(cfg.analyst_dir, TABLES_DIR)
 
 
+def catalog_text(spark: SparkSession, analyst_dir: str) -> str | None:
+    """The catalog as written (None before the first copy): the analysts' server compares it."""
+    return storage.read_text(spark, storage.join(analyst_dir, CATALOG_FILE))
+
+
 def read_catalog(spark: SparkSession, cfg: Config) -> dict:
-    text = storage.read_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE))
+    text = catalog_text(spark, cfg.analyst_dir)
     return json.loads(text) if text else {"marts": {}}
 
 

@@ -24,6 +24,8 @@ import threading
 
 from pyspark.sql import SparkSession
 
+from pipelines import storage
+from pipelines.analyst.publish import catalog_text
 from pipelines.sql import sql_string
 
 RESYNC_SECONDS = 30  # how often the catalog is looked at for tables added, removed or changed
@@ -76,7 +78,7 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
     marts = catalog["marts"]
     for name, entry in sorted(marts.items()):
-        path = f"{tables_dir}/{name}"
+        path = storage.join(tables_dir, name)
         fields = spark.read.format("delta").load(path).schema.fieldNames()
         docs = entry.get("columns") or {}
         columns = ",\n  ".join(f"`{f}`" + (f" COMMENT {sql_string(docs[f])}" if docs.get(f) else "") for f in fields)
@@ -90,12 +92,6 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
     return len(marts)
 
 
-def read_catalog(spark: SparkSession, analyst_dir: str) -> str:
-    from pipelines import storage
-
-    return storage.read_text(spark, storage.join(analyst_dir, "catalog.json")) or ""
-
-
 def main() -> int:
     spec = json.loads(sys.stdin.read())
     readable = unreadable_check(spec["private"])
@@ -106,9 +102,9 @@ def main() -> int:
     from pipelines.serve import keystore_password, start_thrift_server
 
     spark = session(spec)
-    tables_dir = f"{spec['analyst_dir']}/tables"
+    tables_dir = spec["tables_dir"]
     with keystore_password(spark, spec.get("keystore_password")):  # from before the first catalog use
-        text = read_catalog(spark, spec["analyst_dir"])
+        text = catalog_text(spark, spec["analyst_dir"])
         views = sync_views(spark, tables_dir, json.loads(text))
         server = start_thrift_server(spark, spec["host"], spec["port"], spec["ldap"])
     print(f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({views} tables in "
@@ -117,7 +113,7 @@ def main() -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     while not stop.wait(RESYNC_SECONDS):
-        latest = read_catalog(spark, spec["analyst_dir"])
+        latest = catalog_text(spark, spec["analyst_dir"])
         if latest and latest != text:
             text = latest
             views = sync_views(spark, tables_dir, json.loads(text))
