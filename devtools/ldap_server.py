@@ -6,6 +6,8 @@ dc=test``) in a fresh temp directory, loads ``ou=people`` with one ``inetOrgPers
 (``uid=<name>,ou=people,...``, passwords stored as salted SHA-1, ``{SSHA}``) with ``slapadd``
 before the server starts, then runs ``slapd`` on 127.0.0.1 at a free port. ``stop()`` stops it
 and removes the directory. Debian's ``slapd`` and ``ldap-utils`` (``make ldap-deps``).
+``start(users, tls=True)`` serves ldaps:// instead, with a certificate for 127.0.0.1 signed by a
+private CA made for it (``ca_cert``: the PEM a client must trust), as a company directory is.
 
     python -m devtools.ldap_server start --dir /tmp/ldap --user alice:secret
     python -m devtools.ldap_server stop --dir /tmp/ldap
@@ -69,10 +71,29 @@ def users_ldif(users: dict[str, str]) -> str:
     return "\n".join(entries)
 
 
-def slapd_conf(base: Path, root_password: str) -> str:
+def make_private_ca(base: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1 / localhost it signed (openssl);
+    -> (CA certificate, server certificate, server key), PEM."""
+    ca_key, ca_cert = base / "ca.key", base / "ca.pem"
+    key, csr, cert = base / "server.key", base / "server.csr", base / "server.pem"
+    ext = base / "server.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    for cmd in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_cert, "-days", "2",
+         "-subj", "/CN=auditlake test CA"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+        ["x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
+         "-extfile", ext],
+    ):
+        _run(["openssl", *map(str, cmd)])
+    return ca_cert, cert, key
+
+
+def slapd_conf(base: Path, root_password: str, tls: tuple[Path, Path] | None = None) -> str:
     schemas = "".join(f"include {SCHEMA_DIR / name}.schema\n" for name in ("core", "cosine", "inetorgperson"))
+    certificate = f"TLSCertificateFile {tls[0]}\nTLSCertificateKeyFile {tls[1]}\n" if tls else ""
     return (
-        f"{schemas}"
+        f"{schemas}{certificate}"
         f"pidfile {base / 'slapd.pid'}\n"
         f"modulepath {MODULE_DIR}\nmoduleload back_mdb\n"
         # a bind checks the password; nobody reads it back. Everything else: read after binding.
@@ -89,13 +110,15 @@ class LdapServer:
     port: int
     root_password: str
     host: str = "127.0.0.1"
+    ca_cert: Path | None = None  # with TLS: the private CA's certificate (PEM) clients must trust
 
     @property
     def url(self) -> str:
-        return f"ldap://{self.host}:{self.port}"
+        return f"{'ldaps' if self.ca_cert else 'ldap'}://{self.host}:{self.port}"
 
     @classmethod
-    def start(cls, users: dict[str, str], base_dir: Path | None = None, timeout: float = 30) -> LdapServer:
+    def start(cls, users: dict[str, str], base_dir: Path | None = None, timeout: float = 30,
+              tls: bool = False) -> LdapServer:
         slapd = find_slapd()
         base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="auditlake-ldap-"))
         if base_dir and base.exists() and any(base.iterdir()):
@@ -105,7 +128,11 @@ class LdapServer:
         conf = base / "slapd.conf"
         try:
             (base / "db").mkdir()
-            conf.write_text(slapd_conf(base, server.root_password))
+            certificate = None
+            if tls:
+                server.ca_cert, cert, key = make_private_ca(base)
+                certificate = (cert, key)
+            conf.write_text(slapd_conf(base, server.root_password, certificate))
             (base / "users.ldif").write_text(users_ldif(users))
             _run([str(slapd.parent / "slapadd"), "-q", "-f", str(conf), "-l", str(base / "users.ldif")])
             # slapd forks into the background once it listens (no -d): the pid file says where it went
@@ -147,8 +174,9 @@ class LdapServer:
 
     def bind_ok(self, name: str, password: str) -> bool:
         """Whether ``name`` can bind with ``password`` (``ldapwhoami``, from ldap-utils)."""
+        env = {**os.environ, "LDAPTLS_CACERT": str(self.ca_cert)} if self.ca_cert else None
         proc = subprocess.run(["ldapwhoami", "-x", "-H", self.url, "-D", user_dn(name), "-w", password],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=env)
         return proc.returncode == 0
 
     def describe(self) -> dict:

@@ -195,6 +195,7 @@ RULES: dict[str, Rule] = {
     "serve.ldap.user_dn_pattern": _DN_PATTERNS,
     "serve.ldap.auditor_base_dn": _text(),
     "serve.ldap.auditor_user_dn_pattern": _DN_PATTERNS,
+    "serve.ldap.ca_cert": _text(),  # a PEM file; "" = the JVM's own CAs
     "analyst.enabled": Rule((bool,)),
     "analyst.schema": _SCHEMA,
     "analyst.dir": _text(),  # a path or URI; "" = <data_dir>/analyst
@@ -547,6 +548,10 @@ def _check_serve(lookup: Callable[[str], Any], fail: Callable[[str, str], NoRetu
         if auditors == (lookup("serve.ldap.base_dn"), lookup("serve.ldap.user_dn_pattern")):
             fail("serve.ldap.auditor_base_dn", "must differ from serve.ldap.base_dn (and the patterns likewise): "
                                                "every analyst could sign in to the auditors' server")
+    ca_cert = lookup("serve.ldap.ca_cert")
+    if ca_cert and not (PROJECT_ROOT / os.path.expanduser(ca_cert)).is_file():
+        fail("serve.ldap.ca_cert", f"is {ca_cert!r}: no such file (the PEM certificate of the CA that signed the "
+                                   "directory's certificate)")
     if lookup("serve.port") == lookup("serve.auditor_port"):
         fail("serve.auditor_port", f"must differ from serve.port ({lookup('serve.port')})")
     if lookup("serve.tls.enabled") and not lookup("serve.tls.keystore_path"):

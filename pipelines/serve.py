@@ -25,11 +25,16 @@ server two ways, because its parts read two different configurations:
 
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -38,6 +43,7 @@ from pipelines.config import Config, secret
 LDAP_KEYS = {"url": "hive.server2.authentication.ldap.url", "base_dn": "hive.server2.authentication.ldap.baseDN",
              "user_dn_pattern": "hive.server2.authentication.ldap.userDNPattern"}
 KEYSTORE_PASSWORD = "hive.server2.keystore.password"
+TRUSTSTORE = "javax.net.ssl.trustStore"  # the JVM's default truststore: JNDI's ldaps:// reads it
 
 
 def port(cfg: Config, role: str) -> int:
@@ -73,6 +79,36 @@ def keystore_password(spark: SparkSession, password: str | None):
         yield
     finally:
         system.clearProperty(KEYSTORE_PASSWORD)
+
+
+def java_cacerts() -> Path:
+    """The CAs the JVM on PATH trusts by default."""
+    return Path(os.path.realpath(shutil.which("java") or "java")).parents[1] / "lib" / "security" / "cacerts"
+
+
+def ldap_truststore(cfg: Config, folder: Path) -> Path | None:
+    """With ``serve.ldap.ca_cert``: the JVM's own CAs plus that one, as a JKS truststore in ``folder``,
+    to be the server JVM's default truststore (``TRUSTSTORE``): the directory's ldaps:// certificate
+    verifies, and every public one still does (S3). None without it. Its password only guards its
+    integrity (the JVM reads a JKS truststore without one), so it is thrown away."""
+    if not cfg.get("serve.ldap.ca_cert"):
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    store = folder / "ldap-truststore.jks"
+    store.unlink(missing_ok=True)
+    password = secrets.token_hex(12)
+    keytool = shutil.which("keytool") or "keytool"
+    for args in (
+        ["-importkeystore", "-noprompt", "-srckeystore", str(java_cacerts()), "-srcstorepass", "changeit",
+         "-destkeystore", str(store), "-deststoretype", "JKS", "-deststorepass", password],
+        ["-importcert", "-noprompt", "-alias", "auditlake-ldap-ca", "-file", str(cfg.path("serve.ldap.ca_cert")),
+         "-keystore", str(store), "-storepass", password],
+    ):
+        proc = subprocess.run([keytool, *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"keytool {args[0]} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    store.chmod(0o644)
+    return store
 
 
 def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[str, str | None], timeout: float = 120):
@@ -111,9 +147,12 @@ def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[st
 def start_auditor_server(spark: SparkSession, cfg: Config, timeout: float = 120):
     """The auditors' server, in the lakehouse's own session: every schema, in clear."""
     password = secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None
+    ldap = ldap_properties(cfg, "auditor")
+    store = ldap_truststore(cfg, cfg.data_dir / "serve")
+    if store is not None:
+        ldap[TRUSTSTORE] = str(store)
     with keystore_password(spark, password):  # the session's first catalog use is the server's start
-        return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"),
-                                   ldap_properties(cfg, "auditor"), timeout)
+        return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"), ldap, timeout)
 
 
 def _wait_for_signal() -> None:

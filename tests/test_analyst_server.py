@@ -54,13 +54,14 @@ def analysts(gold_lake, lake_dir):
     tls_dir.chmod(0o755)
     tls = make_tls_material(tls_dir)
     tls["keystore"].chmod(0o644)
-    ldap = LdapServer.start({ANALYST: PASSWORD})
+    ldap = LdapServer.start({ANALYST: PASSWORD}, tls=True)  # ldaps://, a CA made for the test
     port = free_port()
     env = {
         **variant_environ(lake_dir, "gold"), "AUDITLAKE_ENV": "test", "AUDITLAKE__ANALYST__DIR": cfg.analyst_dir,
         "AUDITLAKE__SERVE__PORT": str(port), "AUDITLAKE__SERVE__AUDITOR_PORT": str(free_port()),
         "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
         "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": f"ou=auditors,{SUFFIX}",
+        "AUDITLAKE__SERVE__LDAP__CA_CERT": str(ldap.ca_cert),
         "AUDITLAKE__SERVE__TLS__ENABLED": "true", "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
     }

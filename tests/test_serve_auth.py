@@ -35,6 +35,9 @@ def test_with_ldap_the_auditors_need_dns_of_their_own():
         load_config("test", environ=ldap)
     with pytest.raises(ConfigError, match="serve.ldap.auditor_base_dn.*must differ from serve.ldap.base_dn"):
         load_config("test", environ={**ldap, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE})
+    with pytest.raises(ConfigError, match="serve.ldap.ca_cert' is '/nowhere/ca.pem': no such file"):
+        load_config("test", environ={**ldap, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS,
+                                     "AUDITLAKE__SERVE__LDAP__CA_CERT": "/nowhere/ca.pem"})
 
 
 def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loads():
@@ -80,20 +83,22 @@ def server(tmp_path_factory):
     ou=people here), over TLS. -> (port, TLS files)."""
     tmp = tmp_path_factory.mktemp("serve_auth")
     tls = make_tls_material(tmp)
-    ldap = LdapServer.start({USER: PASSWORD, "other": "other-password"})
+    # ldaps://, its certificate signed by a CA made for the test (as a company directory's is)
+    ldap = LdapServer.start({USER: PASSWORD, "other": "other-password"}, tls=True)
     port = free_port()
     env = {
         **os.environ, "AUDITLAKE_ENV": "test", "AUDITLAKE__PATHS__DATA_DIR": str(tmp / "lake"),
         "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"), "AUDITLAKE__SERVE__AUDITOR_PORT": str(port),
         "AUDITLAKE__SERVE__PORT": str(free_port()), "AUDITLAKE__SERVE__AUTH": "ldap",
         "AUDITLAKE__SERVE__LDAP__URL": ldap.url, "AUDITLAKE__SERVE__LDAP__BASE_DN": f"ou=analysts,{SUFFIX}",
-        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE, "AUDITLAKE__SERVE__TLS__ENABLED": "true",
+        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__CA_CERT": str(ldap.ca_cert),
+        "AUDITLAKE__SERVE__TLS__ENABLED": "true",
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
     }
     try:
         with serving([str(AUDITLAKE), "serve", "--role", "auditor"], env, port, tmp / "serve.log", timeout=240):
-            yield port, tls
+            yield port, tls, env, ldap
     finally:
         ldap.stop()
 
@@ -111,7 +116,7 @@ def impyla(port: int, user: str, password: str, ca_cert: Path | str, query: str)
 
 @pytest.mark.subprocess
 def test_beeline_signs_in_over_tls_with_the_ldap_password(server):
-    port, tls = server
+    port, tls, *_ = server
     assert beeline_rows(tls_url(port, tls), "SELECT 1 AS one", user=USER, password=PASSWORD) == [["one"], ["1"]]
     schemas = beeline_rows(tls_url(port, tls), "SHOW SCHEMAS", user=USER, password=PASSWORD)
     assert ["default"] in schemas
@@ -122,7 +127,7 @@ def test_beeline_signs_in_over_tls_with_the_ldap_password(server):
 
 @pytest.mark.subprocess
 def test_beeline_with_a_wrong_password_or_an_unknown_user_is_refused(server):
-    port, tls = server
+    port, tls, *_ = server
     for user, password in ((USER, "wrong-password"), ("nobody", PASSWORD), ("other", PASSWORD)):
         with pytest.raises(RuntimeError, match="Error validating the login"):
             beeline_rows(tls_url(port, tls), "SELECT 1", user=user, password=password)
@@ -130,7 +135,7 @@ def test_beeline_with_a_wrong_password_or_an_unknown_user_is_refused(server):
 
 @pytest.mark.subprocess
 def test_a_plain_connection_to_the_tls_port_fails(server):
-    port, tls = server
+    port, tls, *_ = server
     with pytest.raises(RuntimeError, match="Could not open client transport"):
         beeline_rows(f"jdbc:hive2://{HOST}:{port}/default", "SELECT 1", user=USER, password=PASSWORD, timeout=120)
     proc = impyla(port, USER, PASSWORD, "-", "SELECT 1")
@@ -139,10 +144,23 @@ def test_a_plain_connection_to_the_tls_port_fails(server):
 
 @pytest.mark.subprocess
 def test_impyla_signs_in_over_tls_and_a_wrong_password_is_refused(server):
-    port, tls = server
+    port, tls, *_ = server
     ok = impyla(port, USER, PASSWORD, tls["pem"], "SELECT 1")
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert json.loads(ok.stdout) == [[1]]
     refused = impyla(port, USER, "wrong-password", tls["pem"], "SELECT 1")
     assert refused.returncode == 1 and refused.stdout == ""
     assert "Error validating the login" in refused.stderr, refused.stderr[-3000:]
+
+
+@pytest.mark.subprocess
+def test_without_the_directorys_ca_an_ldaps_sign_in_is_refused(server, tmp_path):
+    """The private CA is what lets the server trust the directory: without serve.ldap.ca_cert the
+    same password is refused (the JVM's own CAs do not know the test's CA)."""
+    port, tls, env, _ldap = server
+    other = free_port()
+    env = {**env, "AUDITLAKE__SERVE__LDAP__CA_CERT": "", "AUDITLAKE__SERVE__AUDITOR_PORT": str(other),
+           "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"), "AUDITLAKE__PATHS__LANDING_DIR": str(tmp_path)}
+    with serving([str(AUDITLAKE), "serve", "--role", "auditor"], env, other, tmp_path / "serve.log", timeout=240):
+        with pytest.raises(RuntimeError, match="Error validating the login"):
+            beeline_rows(tls_url(other, tls), "SELECT 1", user=USER, password=PASSWORD)

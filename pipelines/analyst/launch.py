@@ -26,7 +26,7 @@ from pipelines import storage
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.config import CONF_DIR, PROJECT_ROOT, Config, secret
 from pipelines.jars import jar_paths
-from pipelines.serve import ldap_properties
+from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore
 from pipelines.spark_session import log_dir, serve_conf
 
 ANALYST_DRIVER_MEMORY = "2g"  # it reads masked copies; the lake's own session keeps spark.driver_memory
@@ -101,10 +101,14 @@ def interpreter() -> tuple[str, list[str]]:
 
 def server_spec(cfg: Config, state_dir: Path) -> dict:
     conf = serve_conf(cfg)
+    ldap = ldap_properties(cfg, "analyst")
+    store = ldap_truststore(cfg, state_dir)  # the directory's CA: the server user reads it there
+    if store is not None:
+        ldap[TRUSTSTORE] = str(store)
     return {
         "host": cfg.get("serve.host"),
         "port": cfg.get("serve.port"),
-        "ldap": ldap_properties(cfg, "analyst"),
+        "ldap": ldap,
         "server_conf": conf,
         "keystore_password": secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None,
         "analyst_dir": cfg.analyst_dir,
