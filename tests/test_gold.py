@@ -222,14 +222,15 @@ def test_dbt_docs_generate(spark, gold_lake):
     catalog = json.loads((DBT_DIR / "target" / "catalog.json").read_text())
     assert any(key.endswith(".fct_logins") for key in catalog["nodes"])
     manifest = json.loads((DBT_DIR / "target" / "manifest.json").read_text())
-    pii = [
-        c["name"]
+    personal = {
+        c["name"]: c["meta"]["personal"]
         for n in manifest["nodes"].values()
         if n["name"] == "fct_logins"
         for c in n["columns"].values()
-        if c.get("meta", {}).get("pii")
-    ]
-    assert set(pii) == {"user_email", "ip_address", "user_agent"}
+        if c.get("meta", {}).get("personal")
+    }
+    assert personal == {"user_email": "email", "ip_address": "network", "user_agent": "network",
+                        "session_id": "network"}
 
 
 def test_gold_without_silver_says_what_to_run(spark, lake_dir):
