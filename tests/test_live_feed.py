@@ -34,8 +34,8 @@ def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, lake
     types = dict(site.dtypes)
     current = site.where("edition = 'current'")  # a legacy-edition record carries no live-feed attribute
     assert types["event_outcome"] == "string" and types["event_processed_time"] == "timestamp"
-    assert types["site_id"] == "int" and types["site_id_string"] == "string"  # one name, two types
-    assert types["job_id"] == "int" and types["job_id_bigint"] == "bigint"
+    assert types["site_id"] == "bigint" and types["site_id_string"] == "string"  # one name, two types
+    assert types["job_id"] == "bigint" and "job_id_bigint" not in types  # integer and long: one column
     row = current.agg(
         F.count_if(F.col("event_processed_time") > F.col("event_time")).alias("processed_later"),
         F.count_if(F.col("event_outcome").isNotNull()).alias("outcomes"),

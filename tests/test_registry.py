@@ -39,7 +39,7 @@ def test_counts_per_family_and_edition():
 @pytest.mark.parametrize(
     ("documented", "spark_type"),
     [
-        ("integer", "int"),
+        ("integer", "bigint"),  # 64-bit: the references call sizes past 32 bits "integer"
         ("long", "bigint"),
         ("bool", "boolean"),
         ("boolean", "boolean"),
@@ -71,7 +71,7 @@ def test_spot_values():
     assert create.deprecated and create.replaced_by == "set_permissions"
     assert {"current", "legacy"} == set(create.editions)
     site_common = {a.name: a.spark_type for a in common_attributes("site")}
-    assert site_common["siteRoleId"] == "int" and site_common["actorUserLuid"] == "string"
+    assert site_common["siteRoleId"] == "bigint" and site_common["actorUserLuid"] == "string"
 
 
 def test_nameless_email_rows_are_repaired():

@@ -17,15 +17,19 @@ from pipelines.activity_log.silver.transform import decide, to_silver
 SITE = "11111111-2222-3333-4444-555555555555"
 
 
-def bronze_frame(spark, lines: list[str], family: str = "site", folder_type: str = "hist_login"):
+def bronze_frame(spark, lines: list[str], family: str = "site", folder_type: str | list | None = None):
+    """``folder_type``: the ``eventType=`` folder of every line, of each line (a list), or none."""
+    folders = folder_type if isinstance(folder_type, list) else [folder_type] * len(lines)
+    path = lambda i: (f"/landing/{family}/" + (f"eventType={folders[i]}/" if folders[i] else "")  # noqa: E731
+                      + f"part-{i}.json")
     raw = spark.createDataFrame(
-        [(line, f"/landing/{family}/eventType={folder_type}/part-{i}.json", 100, None) for i, line in enumerate(lines)],
+        [(line, path(i), 100, None) for i, line in enumerate(lines)],
         "value string, source_file string, source_file_size long, source_file_mtime timestamp",
     )
     return to_bronze_rows(raw, family, "run-t")
 
 
-def silver_of(spark, records: list, family: str = "site", folder_type: str = "hist_login"):
+def silver_of(spark, records: list, family: str = "site", folder_type: str | list | None = None):
     lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
     frames = to_silver(bronze_frame(spark, lines, family, folder_type), family)
     return [r.asDict() for r in frames.events.collect()], [r.asDict() for r in frames.quarantine.collect()]
@@ -126,16 +130,22 @@ def test_quarantine_reasons(spark):
         json.dumps(login(eventType="hist_quantum_teleport")),
         json.dumps(login(eventTime="not-a-time")),
         json.dumps({k: v for k, v in login().items() if k != "eventTime"}),
+        json.dumps(login(eventType="hist_logout")),  # the folder says hist_login
+        json.dumps(login(eventType="hist_quantum_teleport")),  # no folder
     ]
-    events, quarantine = silver_of(spark, lines)
+    events, quarantine = silver_of(spark, lines, folder_type=["hist_login"] * 7 + [None])
     reasons = sorted((q["reason"], q["event_type"]) for q in quarantine)
     assert reasons == [
         ("bad_event_time", "hist_login"),
         ("bad_event_time", "hist_login"),
         ("blank_line", None),
+        ("event_type_mismatch", "hist_logout"),
+        ("event_type_mismatch", "hist_quantum_teleport"),
         ("malformed_json", None),
         ("unknown_event_type", "hist_quantum_teleport"),
     ]
+    mismatch = next(q for q in quarantine if q["event_type"] == "hist_logout")
+    assert mismatch["detail"] == "the record says hist_logout, its eventType= folder says hist_login"
     assert len(events) == 1 and events[0]["event_type"] == "hist_login"
     assert all(q["raw_line"] is not None and q["source_file"] and q["detail"] for q in quarantine)
 
@@ -210,7 +220,7 @@ def test_registry_coverage_every_attribute_of_every_event_type(spark, family):
     plan = family_plan(family)
     records = {spec.event_type: full_record(spec, rng) for spec in event_specs(family)}
     lines = [json.dumps(r) for r in records.values()]
-    frames = to_silver(bronze_frame(spark, lines, family, "x"), family)
+    frames = to_silver(bronze_frame(spark, lines, family), family)
     assert frames.quarantine.count() == 0
     rows = {r["event_type"]: r.asDict() for r in frames.events.collect()}
     assert set(rows) == set(records)
@@ -237,3 +247,74 @@ def test_registry_coverage_every_attribute_of_every_event_type(spark, family):
 def test_event_time_to_utc_date_boundary(spark):
     (row,), _ = silver_of(spark, [login(eventTime="2026-06-01T23:30:00-02:00")])
     assert row["event_time"] == datetime(2026, 6, 2, 1, 30) and row["event_date"].isoformat() == "2026-06-02"
+
+
+# ---------------------------------------------------------------- records as Tableau's own code writes them
+
+UPPER_ACTOR = "AAAAAAAA-0000-0000-0000-00000000000A"
+
+
+def test_the_emitters_envelope_without_metadata_lands_typed_from_its_folder(spark):
+    """``{"traceUuid", "event"}``: no metadata, no eventType; nine fractional digits."""
+    flat = login(eventTime="2026-03-10T00:41:38.499721Z")
+    event = {k: v for k, v in flat.items() if k != "eventType"} | {"eventTime": "2026-03-10T00:41:38.499721141Z"}
+    emitted = {"traceUuid": "5D0C7F0E-9A8B-4C3D-8E2F-1A2B3C4D5E6F", "event": event}
+    events, quarantine = silver_of(spark, [emitted, flat], folder_type="hist_login")
+    assert quarantine == []
+    by_shape = {r["record_shape"]: r for r in events}
+    row = by_shape["envelope"]
+    assert row["event_type"] == "hist_login" and row["event_time"] == datetime(2026, 3, 10, 0, 41, 38, 499721)
+    assert row["envelope_trace_uuid"] == "5d0c7f0e-9a8b-4c3d-8e2f-1a2b3c4d5e6f"
+    assert row["envelope_event_version"] is None and row["_rescued_data"] is None
+    assert row["event_id"] == by_shape["flat"]["event_id"]  # the same event in the other shape
+
+
+def test_luids_are_lower_cased_and_other_ids_keep_their_case(spark):
+    lower = login(actorUserLuid=UPPER_ACTOR.lower())
+    upper = login(actorUserLuid=UPPER_ACTOR, actorExternalId="Ext-ABC")
+    events, _ = silver_of(spark, [lower, envelope(upper)])
+    rows = {r["record_shape"]: r for r in events}
+    assert rows["envelope"]["actor_user_luid"] == rows["flat"]["actor_user_luid"] == UPPER_ACTOR.lower()
+    assert rows["envelope"]["actor_external_id"] == "Ext-ABC"  # not a UUID: an opaque id keeps its case
+    assert rows["envelope"]["site_luid"] == SITE
+    # tenant: ids that are UUIDs, alone or as a comma list
+    tenant_id = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
+    site_ids = "AAAAAAAA-1111-2222-3333-444444444444, BBBBBBBB-1111-2222-3333-444444444444"
+    rec = {"eventType": "update_private_connection", "eventTime": "2026-06-01T10:00:00Z", "tenantId": tenant_id,
+           "newSiteIds": site_ids, "initiatingUserId": "Admin-1"}
+    (row,), _ = silver_of(spark, [rec], family="tenant")
+    assert row["tenant_id"] == tenant_id.lower() and row["new_site_ids"] == site_ids.lower()
+    assert row["initiating_user_id"] == "Admin-1"
+
+
+@pytest.mark.parametrize(
+    ("family", "record", "column"),
+    [
+        ("site", {"eventType": "hist_publish_datasource", "size": 3_000_000_000}, "size"),  # bytes
+        ("site", {"eventType": "content_owner_change", "contentId": 4_294_967_296}, "content_id"),  # an id
+        ("site", {"eventType": "hist_access_summary_data", "viewCount": 2_500_000_000}, "view_count"),  # a count
+        ("site", {"eventType": "hist_login", "actorUserId": 9_007_199_254_740_993}, "actor_user_id"),  # common
+        ("tenant", {"eventType": "site_limits_change", "newViewerCapacity": 5_000_000_000}, "new_viewer_capacity"),
+    ],
+)
+def test_integers_past_32_bits_keep_their_value(spark, family, record, column):
+    value = next(v for k, v in record.items() if k != "eventType")
+    rec = {"eventTime": "2026-06-01T10:00:00Z", **({"siteLuid": SITE} if family == "site" else {}), **record}
+    (row,), quarantine = silver_of(spark, [rec], family=family)
+    assert quarantine == [] and row[column] == value and row["_rescued_data"] is None
+
+
+def test_legacy_codes_are_decoded_with_the_legacy_list(spark):
+    from pipelines.activity_log.silver.views import event_attribute_columns
+
+    legacy = {"eventType": "hist_delete_system_user", "eventTime": "2026-06-01T10:00:00Z", "actorUserId": 5,
+              "siteLuid": SITE, "siteRoleId": 4, "licensingRoleName": "Viewer", "name": "ann"}
+    current = login(siteRoleId=9)
+    legacy_basic = legacy | {"siteRoleId": 9}
+    lines = [json.dumps(r) for r in (legacy, current, legacy_basic)]
+    events = to_silver(bronze_frame(spark, lines), "site").events
+    decode = next(sql for sql, name, _ in event_attribute_columns("site", "hist_delete_system_user")
+                  if name == "site_role")
+    got = sorted((r["edition"], r["site_role_id"], r["site_role"])
+                 for r in events.selectExpr("edition", "site_role_id", f"{decode} AS site_role").collect())
+    assert got == [("current", 9, "Viewer"), ("legacy", 4, "ViewerWithPublish"), ("legacy", 9, "BasicUser")]

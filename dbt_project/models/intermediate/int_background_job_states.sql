@@ -1,14 +1,14 @@
 -- One row per background job (jobLuid): Tableau logs a background_job event at each state
 -- (Pending, InProgress, then Success / Failed / Cancelled); this folds them into one timeline.
 -- bridge_job (live feed) is the same for a job Tableau Bridge runs on the customer's network: its
--- jobId is a long (job_id_bigint), so it is kept apart from background_job's integer job_id.
+-- jobId is kept apart from background_job's as bridge_job_id.
 with background_job_events as (
     {{ group_events('background_jobs', 'site', [
-        ['job_luid', 'string'], ['job_id', 'int'], ['job_type', 'string'], ['site_luid', 'string'],
+        ['job_luid', 'string'], ['job_id', 'bigint'], ['job_type', 'string'], ['site_luid', 'string'],
         ['obj_type', 'string'], ['obj_luid', 'string'], ['obj_name', 'string'], ['task_luid', 'string'],
         ['schedule_name', 'string'], ['is_run_now', 'boolean'], ['event_state', 'string'],
         ['event_time', 'timestamp'], ['duration', 'bigint'], ['notes', 'string'], ['event_id', 'string'],
-        ['event_type', 'string'], ['job_id_bigint', 'bigint'], ['pool_name', 'string'],
+        ['event_type', 'string'], ['pool_name', 'string'],
         ['bridge_client_computer_name', 'string'], ['silver_ingest_ts', 'timestamp']
     ]) }}
 ),
@@ -22,8 +22,8 @@ states as (
 jobs as (
     select
         job_luid,
-        max(job_id) as job_id,
-        max(job_id_bigint) as bridge_job_id,
+        max(case when event_type = 'background_job' then job_id end) as job_id,
+        max(case when event_type = 'bridge_job' then job_id end) as bridge_job_id,
         max_by(event_type, struct(event_time, event_id)) as event_type,
         max(pool_name) as bridge_pool_name,
         max(bridge_client_computer_name) as bridge_client_computer_name,

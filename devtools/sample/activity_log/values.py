@@ -700,7 +700,7 @@ def compile_getter(family: str, name: str, spark_type: str):
     """The value function for one attribute, guaranteed to return its JSON type."""
     if name == "size" and spark_type == "bigint":
         return _bigsize
-    if name == "state" and spark_type == "int":
+    if name == "state" and spark_type in ("int", "bigint"):  # hist_*_task: a code, elsewhere a word
         return _INT_STATE
     table = TG if family == "tenant" else G
     f = table.get(name) or fallback(name, spark_type)

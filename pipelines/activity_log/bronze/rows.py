@@ -1,8 +1,9 @@
 """Lines + file metadata -> bronze rows (DataFrame in, DataFrame out; no I/O).
 
 A line that is not JSON is landed too, flagged by ``parse_status``; nothing is dropped here.
-``event_type`` and ``event_time`` are lifted from either record shape (flat, or the
-``{traceUuid, event, metadata}`` envelope), falling back to the ``eventType=`` folder for the type.
+``event_type`` and ``event_time`` are lifted from either record shape (flat, or the envelope
+``{traceUuid, event[, metadata]}``: Tableau's emitter writes it without ``metadata``, the type then
+travels outside the line), falling back to the ``eventType=`` folder for the type.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str) -> DataFrame
     )
     is_blank = F.trim(parsable) == ""
     is_object = parsed.isNotNull() & parsed["_corrupt_record"].isNull() & ~is_blank
-    is_envelope = is_object & parsed["event"].isNotNull() & parsed["metadata"].isNotNull()
+    # No documented attribute is called ``event``: an object under that name is an envelope's event.
+    is_envelope = is_object & F.coalesce(F.ltrim(parsed["event"]).startswith("{"), F.lit(False))
 
     def field(name: str) -> Column:
         return F.when(is_envelope, F.get_json_object(parsed["event"], f"$.{name}")).otherwise(parsed[name])

@@ -25,6 +25,7 @@ class AttributeSpec:
     editions: tuple[str, ...]
     codes: tuple[tuple[int, str], ...] = ()  # documented code -> meaning, where the reference spells it out
     column: str | None = None  # a silver column of its own (an added attribute whose type differs from the references')
+    legacy_codes: tuple[tuple[int, str], ...] = ()  # the legacy edition's own list, where its codes differ
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class EventSpec:
     replaced_by: str | None
     aliases: tuple[str, ...]
     attributes: tuple[AttributeSpec, ...]
+    legacy_common: tuple[str, ...] = ()  # family common attributes the legacy edition documents here
 
 
 def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
@@ -48,6 +50,7 @@ def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
             tuple(a["editions"]),
             tuple((int(k), v) for k, v in a.get("codes", {}).items()),
             a.get("column"),
+            tuple((int(k), v) for k, v in a.get("codes_by_edition", {}).get("legacy", {}).items()),
         )
         for a in raw
     )
@@ -80,6 +83,7 @@ def event_specs(family: str | None = None) -> list[EventSpec]:
                     replaced_by=ev["replaced_by"],
                     aliases=tuple(ev["aliases"]),
                     attributes=_attrs(ev["attributes"]),
+                    legacy_common=tuple(ev.get("legacy_common", ())),
                 )
             )
     return out

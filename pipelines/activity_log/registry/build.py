@@ -41,10 +41,12 @@ SOURCES = {
 
 # Documented type word -> Spark SQL type. Anything else (typos such as "sring",
 # descriptions that slipped into the type column) is a string: a string is a string.
+# Every integer is 64-bit: the references call byte sizes, ids and counts "integer" that exceed 32
+# bits (a 3 GB data source's ``size``), and the same attribute is "long" on other events.
 _TYPE_MAP = {
-    "integer": "int",
-    "int": "int",
-    "entero": "int",
+    "integer": "bigint",
+    "int": "bigint",
+    "entero": "bigint",
     "long": "bigint",
     "bool": "boolean",
     "boolean": "boolean",
@@ -240,11 +242,28 @@ def _alias(event: EventTable) -> str | None:
     return None
 
 
+def _same_codes(a: dict | None, b: dict | None) -> bool:
+    """Two code lists that differ only in letter case mean the same ("Site Admin", "site admin")."""
+    return {k: v.lower() for k, v in (a or {}).items()} == {k: v.lower() for k, v in (b or {}).items()}
+
+
+def _legacy_codes(known: dict, attr: Attribute) -> None:
+    """Record on ``known`` (an attribute dict) the legacy edition's code list where it means other
+    things: its siteRoleId 4 is ViewerWithPublish, where the current edition has no 4."""
+    codes = parse_codes(" ".join(attr.description.split()))
+    if codes and not _same_codes(codes, known.get("codes")):
+        known.setdefault("codes_by_edition", {})["legacy"] = codes
+
+
 def _merge_family(
     common: list[Attribute],
     editions: dict[str, list[EventTable]],
+    common_out: list[dict] | None = None,
 ) -> dict:
+    """The family's events from every edition. ``common_out``: the family's common attribute dicts,
+    given the legacy edition's own codes where a legacy event documents a common attribute."""
     common_names = {a.name for a in common}
+    common_by_name = {a["name"]: a for a in common_out or []}
     merged: dict[str, dict] = {}
     for edition, events in editions.items():
         for ev in events:
@@ -259,13 +278,19 @@ def _merge_family(
             if alias and alias not in entry["aliases"]:
                 entry["aliases"].append(alias)
             for attr in ev.attributes:
-                if attr.name in common_names:
-                    continue  # recorded once, on the family
+                if attr.name in common_names:  # recorded once, on the family
+                    if edition == "legacy":  # what a legacy record of this type carries of them
+                        entry.setdefault("legacy_common", []).append(attr.name)
+                        if attr.name in common_by_name:
+                            _legacy_codes(common_by_name[attr.name], attr)
+                    continue
                 known = entry["attributes"].get(attr.name)
                 if known is None:
                     entry["attributes"][attr.name] = _attr_dict(attr, [edition])
                 else:
                     known["editions"].append(edition)
+                    if edition == "legacy":
+                        _legacy_codes(known, attr)
                     known["spark_type"] = _wider(known["spark_type"], attr.spark_type)
                     if edition == "current":
                         known["description"] = " ".join(attr.description.split())
@@ -352,7 +377,8 @@ def build_registry(reference_dir: Path, additions: Path = ADDITIONS_PATH) -> dic
     tenant_common, tenant_events = parse_pipe_tables(read("tenant_current"))
     _, es_events = parse_pipe_tables(read("site_current_es"))
 
-    site = _merge_family(site_common, {"current": site_events, "legacy": legacy_events})
+    site_common_out = [_attr_dict(a, ["current"]) for a in site_common]
+    site = _merge_family(site_common, {"current": site_events, "legacy": legacy_events}, site_common_out)
     tenant = _merge_family(tenant_common, {"current": tenant_events})
 
     # Spanish edition: descriptions only (names on the wire are never translated).
@@ -369,7 +395,7 @@ def build_registry(reference_dir: Path, additions: Path = ADDITIONS_PATH) -> dic
         "source_sha256": reference_checksums(reference_dir, additions),
         "families": {
             "site": {
-                "common_attributes": [_attr_dict(a, ["current"]) for a in site_common],
+                "common_attributes": site_common_out,
                 "events": site,
             },
             "tenant": {

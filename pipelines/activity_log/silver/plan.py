@@ -43,6 +43,13 @@ VIEW_TAIL = (
     "silver_ingest_ts",
 )
 RESERVED_COLUMNS = {*VIEW_HEAD, *VIEW_TAIL, "family"}
+# LUIDs and UUIDs are case-insensitive and arrive in either case: silver keeps string attributes
+# named like identifiers in lower case when their value is UUID-shaped (one UUID, or a comma list of
+# them: ``newSiteIds``), so every join and distinct count sees one person. An opaque id of another
+# shape (a PAT's ``clientId``) keeps its case.
+IDENTIFIER_SUFFIXES = ("Luid", "Uuid", "Guid", "Id", "Ids")
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+UUID_VALUE_REGEX = f"(?i)^ *{_UUID}( *, *{_UUID})* *$"  # no backslash: it goes into SQL text
 # Decoded names the issue asks for; other coded attributes get ``<column>_name``.
 DECODED_NAMES = {"siteRoleId": "site_role", "systemAdminLevel": "is_system_admin"}
 
@@ -77,6 +84,12 @@ class ColumnPlan:
     common: bool  # a family common attribute (every event type has it)
     types_by_event: tuple[tuple[str, str], ...]  # (event_type, documented spark type); empty for common
     codes: tuple[tuple[int, str], ...] = ()
+    legacy_codes: tuple[tuple[int, str], ...] = ()  # where the legacy edition's codes mean other things
+
+    @property
+    def identifier(self) -> bool:
+        """A LUID / UUID-valued attribute: lower-cased in silver (``IDENTIFIER_SUFFIXES``)."""
+        return self.physical_type == "string" and self.attribute.endswith(IDENTIFIER_SUFFIXES)
 
     def documented_type(self, event_type: str) -> str:
         if self.common:
@@ -103,6 +116,14 @@ class FamilyPlan:
     keys_by_event: tuple[tuple[str, tuple[str, ...]], ...]  # event type -> its documented wire names
     legacy_event_types: tuple[str, ...]
     deprecated: tuple[str, ...]
+    # legacy event type -> the family common attributes its legacy edition documents (the legacy
+    # hist_delete_system_user states siteRoleId): they do not tell a current record from a legacy one
+    legacy_common: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def legacy_markers(self, event_type: str) -> tuple[str, ...]:
+        """The attributes only a current-edition record of ``event_type`` carries."""
+        own = dict(self.legacy_common).get(event_type, ())
+        return tuple(a for a in CURRENT_ONLY_COMMON if a not in own)
 
     @property
     def columns(self) -> tuple[ColumnPlan, ...]:
@@ -116,23 +137,26 @@ class FamilyPlan:
 def family_plan(family: str) -> FamilyPlan:
     specs = event_specs(family)
     common = tuple(
-        ColumnPlan(a.name, a.column or column_name(a.name), a.spark_type, True, (), a.codes)
+        ColumnPlan(a.name, a.column or column_name(a.name), a.spark_type, True, (), a.codes, a.legacy_codes)
         for a in common_attributes(family)
     )
     # (wire name, column): an attribute the registry gives a column of its own (the live feed's
     # string siteId beside the references' integer one) is a column apart, read from the same name.
     by_column: dict[tuple[str, str], list[tuple[str, str]]] = {}
     codes: dict[str, tuple] = {}
+    legacy_codes: dict[str, tuple] = {}
     for spec in specs:
         for attr in spec.attributes:
             key = (attr.name, attr.column or column_name(attr.name))
             by_column.setdefault(key, []).append((spec.event_type, attr.spark_type))
             if attr.codes:
                 codes.setdefault(attr.name, attr.codes)
+            if attr.legacy_codes:
+                legacy_codes.setdefault(attr.name, attr.legacy_codes)
     attributes = tuple(
         ColumnPlan(
             name, column, widest_type({t for _, t in pairs}), False, tuple(sorted(pairs)),
-            codes.get(name, ()),
+            codes.get(name, ()), legacy_codes.get(name, ()),
         )
         for (name, column), pairs in sorted(by_column.items())
     )
@@ -152,6 +176,7 @@ def family_plan(family: str) -> FamilyPlan:
         ),
         legacy_event_types=tuple(s.event_type for s in specs if "legacy" in s.editions),
         deprecated=tuple(s.event_type for s in specs if s.deprecated),
+        legacy_common=tuple((s.event_type, s.legacy_common) for s in specs if s.legacy_common),
     )
 
 

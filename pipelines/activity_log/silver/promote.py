@@ -74,11 +74,18 @@ def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partiti
             writer = writer.partitionBy(partition_by)
         writer.saveAsTable(name)
         return
-    existing = {f.name for f in spark.table(name).schema.fields}
+    existing = {f.name: f.dataType.simpleString() for f in spark.table(name).schema.fields}
     missing = [f for f in frame.schema.fields if f.name not in existing]
     if missing:
         cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({cols})")
+    # A lake made when documented integers were 32-bit: widen them in place (Delta's type widening:
+    # no file is rewritten, older files are read as the wider type).
+    widened = [f.name for f in frame.schema.fields if existing.get(f.name) == "int" and f.dataType.simpleString() == "bigint"]
+    if widened:
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+        for column in widened:
+            spark.sql(f"ALTER TABLE {name} ALTER COLUMN `{column}` TYPE BIGINT")
 
 
 def _set_stats_columns(spark: SparkSession, table: str, wanted: list[str]) -> None:

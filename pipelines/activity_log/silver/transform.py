@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from pipelines.activity_log.bronze.rows import strip_bom
 from pipelines.activity_log.silver.plan import (
-    CURRENT_ONLY_COMMON,
+    UUID_VALUE_REGEX,
     FamilyPlan,
     family_plan,
     wide_schema_ddl,
@@ -28,6 +28,7 @@ MALFORMED_JSON = "malformed_json"
 MISSING_EVENT_TYPE = "missing_event_type"
 UNKNOWN_EVENT_TYPE = "unknown_event_type"
 BAD_EVENT_TIME = "bad_event_time"
+EVENT_TYPE_MISMATCH = "event_type_mismatch"
 
 LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts"]
 
@@ -105,6 +106,7 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
         "parse_status",
         "record_shape",
         "event_type",
+        "event_type_from_folder",
         "source_file",
         F.col("run_id").alias("bronze_run_id"),
         F.col("ingest_ts").alias("bronze_ingest_ts"),
@@ -121,13 +123,23 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
         .withColumn("_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide)).otherwise(F.col("_top")))
         .withColumn("_attrs_json", F.when(is_envelope, F.col("_top.event")).otherwise(parsable))
         .withColumn("_canonical_type", _canonical_event_type(plan, "event_type"))
+        .withColumn("_folder_type", F.nullif(F.regexp_extract("source_file", r"/eventType=([^/]+)/", 1), F.lit("")))
     )
+    # Nine fractional digits (Tableau's emitter) cast too: Spark keeps the microseconds.
     rows = rows.withColumn("event_time", F.col("_attrs.eventTime").try_cast("timestamp"))
+    # The record (or its metadata) and its eventType= folder name different types: neither is trusted.
+    folder_canonical = F.coalesce(_canonical_event_type(plan, "_folder_type"), F.col("_folder_type"))
+    mismatch = (
+        ~F.coalesce(F.col("event_type_from_folder"), F.lit(False))
+        & F.col("_folder_type").isNotNull()
+        & (folder_canonical != F.coalesce(F.col("_canonical_type"), F.col("event_type")))
+    )
 
     reason = (
         F.when(F.col("parse_status") == "blank", F.lit(BLANK_LINE))
         .when(F.col("parse_status") != "ok", F.lit(MALFORMED_JSON))
         .when(F.col("event_type").isNull(), F.lit(MISSING_EVENT_TYPE))
+        .when(mismatch, F.lit(EVENT_TYPE_MISMATCH))
         .when(F.col("_canonical_type").isNull(), F.lit(UNKNOWN_EVENT_TYPE))
         .when(F.col("event_time").isNull(), F.lit(BAD_EVENT_TIME))
     )
@@ -138,6 +150,11 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
             F.concat(F.lit("eventTime not a timestamp: "), F.coalesce(F.col("_attrs.eventTime"), F.lit("(missing)"))),
         )
         .when(reason == MISSING_EVENT_TYPE, F.lit("no eventType in the record, its metadata or its folder"))
+        .when(
+            reason == EVENT_TYPE_MISMATCH,
+            F.concat(F.lit("the record says "), F.col("event_type"), F.lit(", its eventType= folder says "),
+                     F.col("_folder_type")),
+        )
         .when(reason == MALFORMED_JSON, F.lit("line is not a JSON object"))
         .when(reason == BLANK_LINE, F.lit("empty line"))
     )
@@ -158,6 +175,8 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
     bad_conditions: list[str] = []
     for col in (c for c in plan.columns if c.attribute != "eventTime"):
         raw = f"`_attrs`.`{col.attribute}`"
+        if col.identifier:
+            raw = _lower_uuid(raw)
         if col.attribute == "eventType":
             # In a flat record the top-level eventType names the event; only an envelope's
             # event object can carry the documented attribute of that name.
@@ -192,10 +211,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         {e: "array(" + ", ".join(sql_string(k) for k in keys + ("eventType",)) + ")" for e, keys in plan.keys_by_event}
     )
     unknown_keys = f"array_except(json_object_keys(`_attrs_json`), try_element_at({known}, {etype}))"
-    looks_legacy = "FALSE"
-    if plan.family == "site":
-        looks_legacy = " AND ".join(f"`_attrs`.`{n}` IS NULL" for n in CURRENT_ONLY_COMMON)
-    edition = f"CASE WHEN {_sql_in(etype, plan.legacy_event_types)} AND {looks_legacy} THEN 'legacy' ELSE 'current' END"
+    edition = _edition_sql(plan, etype)
     rescued_map = (
         "map_concat("
         f"  CASE WHEN size({unknown_keys}) > 0 THEN map_filter(from_json(`_attrs_json`, 'map<string,string>'),"
@@ -217,7 +233,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         "record_shape",
         f"{edition} AS edition",
         *typed,
-        "CASE WHEN record_shape = 'envelope' THEN `_top`.`traceUuid` END AS envelope_trace_uuid",
+        f"CASE WHEN record_shape = 'envelope' THEN {_lower_uuid('`_top`.`traceUuid`')} END AS envelope_trace_uuid",
         "CASE WHEN record_shape = 'envelope' THEN get_json_object(`_top`.`metadata`, '$.eventVersion') END"
         " AS envelope_event_version",
         f"{rescued} AS `_rescued_data`",
@@ -231,6 +247,27 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         f"{content}, coalesce(`_rescued_data`, '')), 256) AS event_id"
     )
     return typed_frame.selectExpr(event_id, "*")
+
+
+def _lower_uuid(raw: str) -> str:
+    """``raw`` in lower case when it is a UUID (or a list of them), as it came otherwise."""
+    return f"CASE WHEN {raw} RLIKE {sql_string(UUID_VALUE_REGEX)} THEN lower({raw}) ELSE {raw} END"
+
+
+def _edition_sql(plan: FamilyPlan, etype: str) -> str:
+    """'legacy' for a record of a type the legacy edition documents that carries none of the
+    attributes only a current record of that type carries; 'current' otherwise."""
+    if plan.family != "site" or not plan.legacy_event_types:
+        return "'current'"
+    by_markers: dict[tuple[str, ...], list[str]] = {}
+    for event_type in plan.legacy_event_types:
+        by_markers.setdefault(plan.legacy_markers(event_type), []).append(event_type)
+    arms = " ".join(
+        f"WHEN {_sql_in(etype, types)} THEN "
+        + (" AND ".join(f"`_attrs`.`{n}` IS NULL" for n in markers) or "TRUE")
+        for markers, types in sorted(by_markers.items())
+    )
+    return f"CASE WHEN CASE {arms} ELSE FALSE END THEN 'legacy' ELSE 'current' END"
 
 
 NEW, SAME_BATCH, ALREADY_IN_SILVER, REPLAYED = "new", "same_batch", "already_in_silver", "replayed"

@@ -6,9 +6,9 @@ with permission_events as (
     {{ mart_events('site', [
         ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['initiating_user_luid', 'string'],
-        ['content_type', 'string'], ['content_id', 'int'], ['content_luid', 'string'],
-        ['content_name', 'string'], ['grantee_type', 'string'], ['grantee_id', 'int'],
-        ['grantee_luid', 'string'], ['capability_id', 'int'], ['capability_value', 'string'],
+        ['content_type', 'string'], ['content_id', 'bigint'], ['content_luid', 'string'],
+        ['content_name', 'string'], ['grantee_type', 'string'], ['grantee_id', 'bigint'],
+        ['grantee_luid', 'string'], ['capability_id', 'bigint'], ['capability_value', 'string'],
         ['grantee_value', 'string'], ['permission_type', 'string'], ['template_type', 'string'],
         ['is_error', 'boolean'], ['is_deprecated_event', 'boolean'], ['silver_ingest_ts', 'timestamp']
     ]) }}

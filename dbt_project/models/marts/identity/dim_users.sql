@@ -19,7 +19,7 @@ unversioned as (
         a.site_luid,
         a.user_luid,
         0 as version_number,
-        cast(null as int) as site_role_id,
+        cast(null as bigint) as site_role_id,
         cast(null as string) as site_role,
         cast(null as boolean) as is_system_admin,
         cast(null as timestamp) as valid_from,

@@ -6,7 +6,7 @@ with site_events as (
         ['site_luid', 'string'], ['actor_user_luid', 'string'], ['user_luid', 'string'],
         ['target_user_luid', 'string'], ['name', 'string'], ['for_user_name', 'string'],
         ['email', 'string'], ['user_operation', 'string'], ['event_site_role', 'string'],
-        ['site_admin_level', 'int'], ['silver_ingest_ts', 'timestamp']
+        ['site_admin_level', 'bigint'], ['silver_ingest_ts', 'timestamp']
     ]) }}
 ),
 

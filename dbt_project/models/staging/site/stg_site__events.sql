@@ -15,7 +15,19 @@ select
     licensing_role_name,
     site_luid,
     site_role_id,
-    case site_role_id
+    case
+        when edition = 'legacy' then case site_role_id
+        when 0 then 'SiteAdministrator'
+        when 1 then 'SupportUser'
+        when 2 then 'Publisher'
+        when 3 then 'Interactor'
+        when 4 then 'ViewerWithPublish'
+        when 5 then 'Viewer'
+        when 6 then 'UnlicensedWithPublish'
+        when 7 then 'Guest'
+        when 8 then 'Unlicensed'
+        when 9 then 'BasicUser'
+    end else case site_role_id
         when 0 then 'SiteAdministratorExplorer'
         when 1 then 'SupportUser'
         when 2 then 'ExplorerCanPublish'
@@ -25,6 +37,7 @@ select
         when 9 then 'Viewer'
         when 10 then 'Creator'
         when 11 then 'SiteAdministratorCreator'
+    end
     end as site_role,
     system_admin_level,
     system_admin_level = 10 as is_system_admin,
@@ -278,23 +291,7 @@ select
     datasource_luid,
     is_certified,
     remote_query_agent_name,
-    case
-        when event_type in (
-            'hist_download_flow_draft', 'hist_rename_flow_draft', 'hist_move_flow_draft',
-            'hist_delete_flow_draft'
-        ) then size
-        when event_type in (
-            'hist_change_datasource_ownership', 'hist_change_flow_ownership',
-            'hist_change_workbook_ownership', 'hist_access_datasource',
-            'hist_access_datasource_remotely', 'hist_access_summary_data',
-            'hist_access_underlying_data', 'hist_download_workbook', 'hist_download_datasource',
-            'hist_download_flow', 'hist_export_summary_data', 'hist_export_underlying_data',
-            'hist_publish_datasource', 'hist_publish_flow', 'hist_publish_workbook',
-            'hist_rename_datasource', 'hist_rename_flow', 'hist_rename_workbook',
-            'hist_move_datasource', 'hist_move_flow', 'hist_move_workbook', 'hist_delete_datasource',
-            'hist_delete_flow', 'hist_delete_workbook'
-        ) then try_cast(size as int)
-    end as size,
+    size,
     using_remote_query_agent,
     case
         when event_type in (
@@ -306,7 +303,7 @@ select
             'hist_access_underlying_data', 'hist_download_workbook', 'hist_export_summary_data',
             'hist_export_underlying_data', 'hist_publish_workbook', 'hist_rename_workbook',
             'hist_move_workbook', 'hist_delete_workbook'
-        ) then try_cast(content_version as int)
+        ) then try_cast(content_version as bigint)
     end as content_version,
     flow_luid,
     customized_view_luid,
@@ -359,7 +356,19 @@ select
     case
         when event_type in (
             'user_create_delete'
-        ) then case site_role_id
+        ) then case
+            when edition = 'legacy' then case site_role_id
+            when 0 then 'SiteAdministrator'
+            when 1 then 'SupportUser'
+            when 2 then 'Publisher'
+            when 3 then 'Interactor'
+            when 4 then 'ViewerWithPublish'
+            when 5 then 'Viewer'
+            when 6 then 'UnlicensedWithPublish'
+            when 7 then 'Guest'
+            when 8 then 'Unlicensed'
+            when 9 then 'BasicUser'
+        end else case site_role_id
             when 0 then 'SiteAdministratorExplorer'
             when 1 then 'SupportUser'
             when 2 then 'ExplorerCanPublish'
@@ -369,6 +378,7 @@ select
             when 9 then 'Viewer'
             when 10 then 'Creator'
             when 11 then 'SiteAdministratorCreator'
+        end
         end
     end as site_role_name,
     for_user_name,
@@ -447,7 +457,6 @@ select
     bridge_client_owner_luid,
     bridge_client_owner_name,
     bridge_client_version,
-    job_id_bigint,
     pool_id,
     pool_name,
     site_id_string,
