@@ -95,7 +95,14 @@ def cmd_registry(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def print_summary(spark, cfg: Config, started: float) -> None:
-    from pipelines.reconcile import format_files, format_reconciliation, reconcile, reconcile_files
+    from pipelines.reconcile import (
+        format_files,
+        format_reconciliation,
+        format_snapshots,
+        reconcile,
+        reconcile_files,
+        reconcile_snapshots,
+    )
     from pipelines.refresh import table_counts
 
     counts = table_counts(spark, cfg)
@@ -112,6 +119,10 @@ def print_summary(spark, cfg: Config, started: float) -> None:
     if results:
         log("")
         log(format_reconciliation(results, []))
+    snapshots = reconcile_snapshots(spark, cfg)
+    if snapshots:
+        log("")
+        log(format_snapshots(snapshots))
     log(f"time taken: {time.monotonic() - started:.1f}s")
 
 
@@ -188,7 +199,15 @@ def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.reconcile import format_files, format_reconciliation, reconcile, reconcile_files, run_figures
+    from pipelines.reconcile import (
+        format_files,
+        format_reconciliation,
+        format_snapshots,
+        reconcile,
+        reconcile_files,
+        reconcile_snapshots,
+        run_figures,
+    )
     from pipelines.spark_session import build_spark
 
     spark = build_spark(cfg)
@@ -201,7 +220,12 @@ def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
         log(format_files(files))
         log("")
     log(format_reconciliation(results, run_figures(spark, cfg)))
-    return 0 if all(r.balanced for r in results) and (files is None or files.balanced) else 1
+    snapshots = reconcile_snapshots(spark, cfg)
+    if snapshots:
+        log("")
+        log(format_snapshots(snapshots))
+    balanced = all(r.balanced for r in results + snapshots) and (files is None or files.balanced)
+    return 0 if balanced else 1
 
 
 def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:

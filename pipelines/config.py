@@ -160,6 +160,8 @@ RULES: dict[str, Rule] = {
     "bronze.listing.full_every_runs": _whole(1),
     "silver.schema": _SCHEMA,
     "silver.stats_columns": _list_of(*_IDENTIFIER),
+    "snapshots.keys": _MAPPING,
+    "snapshots.keys.*": _list_of(*_IDENTIFIER),
     "gold.schema": _SCHEMA,
     "gold.failed_login_burst.failures": _whole(1),
     "gold.failed_login_burst.window_minutes": _whole(1),

@@ -1,6 +1,7 @@
 """Reconciliation: every file seen is landed, quarantined or skipped with a reason, and the rows of
-the landed files are bronze's rows; every bronze row is a silver event, a removed duplicate, or
-quarantined.
+the landed files are bronze's rows (entity snapshots included); every bronze row is a silver event, a
+removed duplicate, or quarantined; every bronze entity snapshot is applied to its history, late, or
+not promoted yet, with its rows.
 
 Rows are checked one by one on ``bronze_id`` (not just by counting), so a row in two places or in
 none shows up; files on (path, size, time) against the file ledger. Per-run figures come from
@@ -96,9 +97,10 @@ def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | No
     landed = spark.table(t.file_ledger).where(F.col("status") == ledger.LANDED)
     bronze_files = None
     bronze_rows = 0
-    for family in bronze.FAMILIES:
-        if spark.catalog.tableExists(t.bronze_raw(family)):
-            part = spark.table(t.bronze_raw(family)).groupBy("source_file", "source_file_size").count()
+    sources = [t.bronze_raw(f) for f in bronze.FAMILIES] + [t.bronze_entity(e) for e in t.entity_types(spark)]
+    for table in sources:
+        if spark.catalog.tableExists(table):
+            part = spark.table(table).groupBy("source_file", "source_file_size").count()
             bronze_files = part if bronze_files is None else bronze_files.unionByName(part)
     missing = 0
     if bronze_files is not None:
@@ -118,6 +120,57 @@ def format_files(r: FileReconciliation) -> str:
     check = "ok" if r.balanced else (f"MISMATCH ({r.bronze_files_not_ledgered} bronze files without a landed verdict)"
                                      if r.bronze_files_not_ledgered else "MISMATCH")
     lines.append(f"rows of landed files {r.ledger_rows}, rows in bronze {r.bronze_rows}: {check}")
+    return "\n".join(lines)
+
+
+@dataclass
+class SnapshotReconciliation:
+    entity_type: str
+    bronze_rows: int
+    applied_rows: int  # in snapshots silver applied to the history
+    late_rows: int  # in snapshots older than their site's history: kept in bronze only
+    pending_rows: int  # in snapshots silver has not seen yet
+    hours_miscounted: int  # (site, hour) whose bronze rows differ from what silver recorded: must be 0
+
+    @property
+    def balanced(self) -> bool:
+        return self.hours_miscounted == 0 and self.bronze_rows == self.applied_rows + self.late_rows + self.pending_rows
+
+
+def reconcile_snapshots(spark: SparkSession, cfg: Config) -> list[SnapshotReconciliation]:
+    """Per entity type: every bronze snapshot (site, hour) is applied, late, or not promoted yet, with
+    the row count silver recorded for it."""
+    from pipelines.entity_snapshots.silver import APPLIED, LATE
+
+    t = tables(cfg)
+    out = []
+    for entity_type in t.entity_types(spark):
+        delivered = (spark.table(t.bronze_entity(entity_type))
+                     .groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
+                     .agg(F.count(F.lit(1)).alias("bronze")))
+        seen = (spark.table(t.snapshot_hours).where(F.col("entity_type") == entity_type)
+                .select("site_luid", "snapshot_hour", "rows", "status")
+                if spark.catalog.tableExists(t.snapshot_hours) else None)
+        if seen is None:
+            seen = spark.createDataFrame([], "site_luid string, snapshot_hour timestamp, rows long, status string")
+        r = (delivered.join(seen, ["site_luid", "snapshot_hour"], "left").agg(
+            F.sum("bronze").alias("bronze"),
+            F.sum(F.when(F.col("status") == APPLIED, F.col("rows"))).alias("applied"),
+            F.sum(F.when(F.col("status") == LATE, F.col("rows"))).alias("late"),
+            F.sum(F.when(F.col("status").isNull(), F.col("bronze"))).alias("pending"),
+            F.count_if(F.col("status").isNotNull() & (F.col("rows") != F.col("bronze"))).alias("miscounted"),
+        ).first())
+        out.append(SnapshotReconciliation(entity_type, r["bronze"] or 0, r["applied"] or 0, r["late"] or 0,
+                                          r["pending"] or 0, r["miscounted"]))
+    return out
+
+
+def format_snapshots(results: list[SnapshotReconciliation]) -> str:
+    lines = [f"{'snapshots':<16} {'bronze':>9} {'applied':>9} {'late':>7} {'pending':>8}  check"]
+    for r in results:
+        status = "ok" if r.balanced else f"MISMATCH ({r.hours_miscounted} snapshot hours miscounted)"
+        lines.append(f"{r.entity_type:<16} {r.bronze_rows:>9} {r.applied_rows:>9} {r.late_rows:>7} "
+                     f"{r.pending_rows:>8}  {status}")
     return "\n".join(lines)
 
 

@@ -28,6 +28,7 @@ from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoin
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
+from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
 
@@ -44,6 +45,7 @@ class RefreshReport:
     layers: list[str]
     bronze: list[bronze.LandingResult] = field(default_factory=list)
     silver: list[promote.PromotionResult] = field(default_factory=list)
+    snapshots: list[SnapshotPromotion] = field(default_factory=list)  # entity snapshot histories
     replays: list[replay.ReplayResult] = field(default_factory=list)  # quarantined rows the registry now knows
     data_docs: Path | None = None
     # the Write-Back audit source, by layer: "bronze" -> WritebackLanding, "silver" -> WritebackPromotion
@@ -182,6 +184,10 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; Data Docs: {report.data_docs}")
     report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
+    report.snapshots = promote_snapshots(spark, cfg, report.run_id, log=log)
+    for promotion in report.snapshots:
+        for problem in promotion.problems:
+            log(problem)
     feed.update_feed_completeness(spark, cfg, log=log)
 
 

@@ -18,6 +18,26 @@ class Tables:
     def bronze_raw(self, family: str) -> str:
         return f"{self.bronze_schema}.{family}_events_raw"
 
+    def bronze_entity(self, entity_type: str) -> str:
+        """An entity type's snapshots as delivered (``entityType=<entity_type>`` Parquet files)."""
+        return f"{self.bronze_schema}.entity_{entity_type}"
+
+    def entity_history(self, entity_type: str) -> str:
+        """An entity type's type-2 history, built from its snapshots."""
+        return f"{self.silver_schema}.entity_{entity_type}_history"
+
+    def entity_types(self, spark) -> list[str]:
+        """The entity types bronze holds snapshots of (one table each)."""
+        if not spark.catalog.databaseExists(self.bronze_schema):
+            return []
+        rows = spark.sql(f"SHOW TABLES IN {self.bronze_schema} LIKE 'entity_*'").collect()
+        return sorted(r["tableName"][len("entity_"):] for r in rows if not r["isTemporary"])
+
+    @property
+    def snapshot_hours(self) -> str:
+        """One row per (entity type, site, snapshot hour) silver has seen: applied or late."""
+        return f"{self.ops_schema}.snapshot_hours"
+
     @property
     def file_ledger(self) -> str:
         return f"{self.bronze_schema}.file_ledger"

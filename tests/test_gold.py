@@ -197,6 +197,32 @@ def test_marts_answer_the_stories_in_the_data(spark, gold_lake):
     assert all(j["state_timeline"].endswith("Failed") for j in failed)
 
 
+def test_one_person_across_the_cases_a_luid_arrives_in_and_wide_numbers_intact(spark, gold_lake):
+    """The sample's emitter envelopes carry LUIDs in upper case (Tableau's may): every mart sees
+    one person per LUID, and no integral column narrows what Tableau sends."""
+    cfg, _, _ = gold_lake
+    gold = cfg.get("gold.schema")
+    logins = spark.table(tables(cfg).bronze_raw("site")).where("event_type = 'hist_login'").select(
+        F.coalesce(F.get_json_object("raw_line", "$.actorUserLuid"),
+                   F.get_json_object("raw_line", "$.event.actorUserLuid")).alias("luid"))
+    as_sent = logins.select(F.countDistinct("luid")).first()[0]
+    people = logins.select(F.countDistinct(F.lower("luid"))).first()[0]
+    assert as_sent > people  # some signed in with their LUID in both cases: the test can fail
+    signed_in = spark.sql(f"SELECT count(DISTINCT user_luid) FROM {gold}.fct_logins WHERE user_luid IS NOT NULL")
+    assert signed_in.first()[0] == people
+    wide = []
+    for name in mart_tables(spark, gold):
+        table = f"{gold}.{name}"
+        frame = spark.table(table)
+        luids = [c for c in frame.columns if c.endswith("luid")]
+        if luids:
+            upper = frame.where(" OR ".join(f"`{c}` <> lower(`{c}`)" for c in luids)).count()
+            assert upper == 0, table
+        assert not [c for c, typ in frame.dtypes if typ == "int" and c.endswith(("_id", "size", "count"))], table
+        wide += [c for c, typ in frame.dtypes if typ == "bigint" and frame.where(f"`{c}` > 2147483647").limit(1).count()]
+    assert wide  # values past 32 bits reach gold as numbers
+
+
 def test_every_finding_of_every_detection_report_is_in_rpt_detections_once(spark, gold_lake):
     """rpt_detections is the union of the detection reports: each report's rows, each with a unique
     id, a severity and evidence (what `auditlake alerts` sends and a SIEM reads)."""

@@ -97,7 +97,7 @@ def test_numbers_sent_as_strings_are_typed(spark, lake):
     site = spark.table(tables(cfg).silver_events("site"))
     # every documented int attribute that is set holds an int: the schema is typed, and the
     # string-sent numbers did not end in _rescued_data (only bad_value records did)
-    assert dict(site.dtypes)["actor_user_id"] == "int"
+    assert dict(site.dtypes)["actor_user_id"] == "bigint"  # every documented integer is 64-bit
     assert (
         site.where("_rescued_data IS NOT NULL").count()
         <= summary["dirty"]["bad_value"] + summary["dirty"]["unknown_attribute"]

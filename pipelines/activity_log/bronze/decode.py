@@ -1,4 +1,4 @@
-"""Gzip files judged one by one: the part of bronze that must not let one bad file stop the others.
+"""Files judged one by one (gzip, Parquet): the part of bronze that must not let one bad file stop the others.
 
 Spark's text source decompresses by file name and fails the whole job on a file that is not the
 gzip its name says, or on a gzip stream cut short (``ignoreCorruptFiles`` would keep half a file,
@@ -45,11 +45,25 @@ def check_gzip(data: bytes) -> tuple[str, str | None, str | None]:
     return LANDED, None, None
 
 
-def check_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+NOT_PARQUET = "not_parquet"
+
+
+def check_parquet(data: bytes) -> tuple[str, str | None, str | None]:
+    """-> (verdict, reason, detail) for the bytes of an entity snapshot: every row group readable."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_table(pa.BufferReader(data))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
+        return QUARANTINED, NOT_PARQUET, f"not a readable Parquet file ({len(data)} bytes): {str(exc)[:200]}"
+    return LANDED, None, None
+
+
+def check_batches(batches: Iterator[pa.RecordBatch], check=check_gzip) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: binaryFile rows (path, content, ...) -> CHECK_SCHEMA, one row per file."""
     for batch in batches:
         d = batch.select(["path", "content"]).to_pydict()
-        verdicts = [check_gzip(content) for content in d["content"]]
+        verdicts = [check(content) for content in d["content"]]
         yield pa.RecordBatch.from_arrays(
             [pa.array(d["path"], pa.string())] + [pa.array([v[i] for v in verdicts], pa.string()) for i in range(3)],
             schema=_ARROW_SCHEMA,

@@ -27,6 +27,7 @@ from pipelines.activity_log.bronze.listing import ListedFile, list_landing
 from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing
+from pipelines.entity_snapshots.bronze import land_snapshots
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import Tables, tables
 
@@ -51,6 +52,8 @@ class LandingResult:
     files_quarantined: int = 0
     files_skipped: int = 0
     files_changed: int = 0
+    snapshot_files: int = 0  # entity snapshot files landed (site only: Tableau snapshots sites)
+    snapshot_rows: int = 0
     problems: list[str] = field(default_factory=list)  # one line per file a person should look at
 
 
@@ -109,24 +112,30 @@ def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
 
 def gzip_verdicts(spark: SparkSession, files: list[ListedFile], on_driver: bool | None = None) -> dict[
         str, tuple[str, str | None, str | None]]:
-    """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that could be opened:
-    local files on the driver (``on_driver`` None: when no path is a URI), else in a Spark job."""
-    gz = [f for f in files if named_gzip(f.path)]
-    if not gz:
+    """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that could be opened."""
+    return file_verdicts(spark, [f for f in files if named_gzip(f.path)], check_gzip, on_driver)
+
+
+def file_verdicts(spark: SparkSession, files: list[ListedFile], check, on_driver: bool | None = None) -> dict[
+        str, tuple[str, str | None, str | None]]:
+    """path -> ``check(bytes)`` of every one of ``files`` that could be opened: local files on the
+    driver (``on_driver`` None: when no path is a URI), else in a Spark job."""
+    if not files:
         return {}
-    if on_driver if on_driver is not None else not any(storage.is_uri(f.path) for f in gz):
-        # Local files: read and decompress them here, two at a time (zlib releases the GIL); no job.
+    if on_driver if on_driver is not None else not any(storage.is_uri(f.path) for f in files):
+        # Local files: read and check them here, two at a time (zlib releases the GIL); no job.
         def judge(f: ListedFile) -> tuple[str, tuple]:
             try:
                 with open(f.path, "rb") as fh:
-                    return f.path, check_gzip(fh.read())
+                    return f.path, check(fh.read())
             except FileNotFoundError:
                 return f.path, ("missing", None, None)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
-            return {path: v for path, v in pool.map(judge, gz) if v[0] != "missing"}
+            return {path: v for path, v in pool.map(judge, files) if v[0] != "missing"}
     checked = (spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
-               .load([_spark_path(f.path) for f in gz]).mapInArrow(check_batches, CHECK_SCHEMA)
+               .load([_spark_path(f.path) for f in files])
+               .mapInArrow(lambda batches: check_batches(batches, check), CHECK_SCHEMA)
                # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
                .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason",
                        "file_detail"))
@@ -209,17 +218,26 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
     listed = list_landing(spark, root, cutoff)
     known = ledger.known_versions(spark, t, cutoff)
     to_read, entries = ledger.plan_files(listed, known)
+    snapshots = [f for f in to_read if f.info.entity_type]
+    to_read = [f for f in to_read if not f.info.entity_type]
     walked = "every folder" if cutoff is None else f"date folders from {cutoff} on"
     log(f"bronze: {len(listed)} files under {root} ({walked}): {len(to_read)} new to read, "
-        f"{len(entries)} decided without reading")
+        f"{len(snapshots)} new entity snapshots, {len(entries)} decided without reading")
     if not listed:
         for r in results.values():
             r.skipped_reason = f"no files under {root}"
     figures: dict[str, dict] = {}
-    if to_read:
+    if to_read or snapshots:
         _write_state(spark, cfg, {**state, "in_progress": run_id})
+    if to_read:
         read_entries, figures = _read_and_land(spark, t, to_read, run_id, log)
         entries += read_entries
+    if snapshots:
+        describe_jobs(spark, "bronze: entity snapshots")
+        snapshot_entries = land_snapshots(spark, t, snapshots, run_id, log=log)
+        entries += snapshot_entries
+        landed = [e for e in snapshot_entries if e.status == ledger.LANDED]
+        results["site"].snapshot_files, results["site"].snapshot_rows = len(landed), sum(e.rows for e in landed)
     describe_jobs(spark, "bronze: ledger commit")
     ledger.record(spark, t, entries, run_id)
     if cutoff is None and entries:
@@ -247,5 +265,5 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
         kinds = ", ".join(sorted({f.info.skip for f in listed if f.info.skip}))
         log(f"bronze: none of the {len(listed)} files under {root} is an Activity Log file ({kinds}): looked for "
             f"{'/'.join(RECORD_EXTENSIONS)} files (gzip or not) in the project's site/ and tenant/ folders or in "
-            "Tableau's layouts (siteLuid=…, eventType=…, y=/m=/d=/h= partitions); entityType= snapshots are skipped")
+            "Tableau's layouts (siteLuid=…, eventType=…, y=/m=/d=/h= partitions)")
     return [results[f] for f in FAMILIES]

@@ -9,8 +9,9 @@ Three layouts share one landing root, in any mix:
 - the extractor's **schema-first** layout: ``[pod=<pod>/]siteLuid=<luid>/eventType=<type>/y=…/…``.
 
 Tenant (Cloud Manager) files carry no ``siteLuid=`` segment: a path with one is a site file, a
-partitioned path without one is a tenant file. Entity snapshots (``entityType=<entity>``,
-Parquet) sit in the same tree and are not Activity Log records. A file whose path says nothing
+partitioned path without one is a tenant file. Entity snapshots (``…/entityType=<entity>/….parquet``,
+per site) sit in the same tree: they land in bronze tables of their own (``pipelines/entity_snapshots``).
+A file whose path says nothing
 (no partition segment at all) is ``unpartitioned``: each record's own fields decide its family.
 """
 
@@ -26,12 +27,16 @@ from pipelines.activity_log import AUDITLAKE, DATE_FIRST, FAMILIES, SCHEMA_FIRST
 RECORD_EXTENSIONS = (".json", ".txt", ".ndjson", ".jsonl", ".log")
 GZIP_SUFFIX = ".gz"
 
+SNAPSHOT_EXTENSION = ".parquet"
+_ENTITY_TYPE = re.compile(r"^[a-z][a-z0-9_]*$")  # it names a table: snake_case, as Tableau spells it
+
 # Why a file is not read (ledger status "skipped").
 SKIP_ENTITY_SNAPSHOT = "entity_snapshot"
 SKIP_HIDDEN = "hidden_file"
 SKIP_NOT_ACTIVITY_LOG = "not_activity_log"
 SKIP_DETAIL = {
-    SKIP_ENTITY_SNAPSHOT: "entity snapshot (entityType=…), not Activity Log records",
+    SKIP_ENTITY_SNAPSHOT: "under entityType=…, but not a site's Parquet snapshot (no siteLuid= folder, another "
+                          "extension, or an entity type that is not snake_case)",
     SKIP_HIDDEN: "hidden or marker file (name starts with . or _)",
     SKIP_NOT_ACTIVITY_LOG: f"not an Activity Log file (expected {', '.join(RECORD_EXTENSIONS)}, optionally .gz)",
 }
@@ -48,6 +53,8 @@ class PathInfo:
     event_type: str | None  # the eventType= folder
     path_date: date | None  # y=/m=/d= of the path (when Tableau made the records available)
     skip: str | None = None  # a SKIP_* reason when the file is not read
+    entity_type: str | None = None  # the entityType= folder of an entity snapshot (Parquet)
+    snapshot_hour: str | None = None  # its y/m/d/h, "YYYY-MM-DD HH:00:00"
 
     @property
     def readable(self) -> bool:
@@ -63,6 +70,15 @@ def _path_date(keys: dict[str, str]) -> date | None:
         return date(int(keys["y"]), int(keys.get("m", 1)), int(keys.get("d", 1)))
     except (KeyError, ValueError):
         return None
+
+
+def _snapshot_hour(keys: dict[str, str]) -> str | None:
+    day = _path_date(keys)
+    try:
+        hour = int(keys.get("h", ""))
+    except ValueError:
+        return None
+    return f"{day.isoformat()} {hour:02d}:00:00" if day and 0 <= hour < 24 and "d" in keys else None
 
 
 def classify(relative: str) -> PathInfo:
@@ -95,10 +111,13 @@ def classify(relative: str) -> PathInfo:
             layout = UNPARTITIONED
     info = dict(family=family, layout=layout, event_type=keys.get("eventType") or None, path_date=_path_date(keys))
 
-    if "entityType" in keys:
-        return PathInfo(**info, skip=SKIP_ENTITY_SNAPSHOT)
     if any(p.startswith((".", "_")) for p in parts):
         return PathInfo(**info, skip=SKIP_HIDDEN)
+    if "entityType" in keys:
+        entity, hour = keys["entityType"], _snapshot_hour(keys)
+        if family == "site" and name.lower().endswith(SNAPSHOT_EXTENSION) and _ENTITY_TYPE.match(entity) and hour:
+            return PathInfo(**info, entity_type=entity, snapshot_hour=hour)
+        return PathInfo(**info, skip=SKIP_ENTITY_SNAPSHOT)
     stem = name[: -len(GZIP_SUFFIX)] if name.lower().endswith(GZIP_SUFFIX) else name
     if not stem.lower().endswith(RECORD_EXTENSIONS):
         return PathInfo(**info, skip=SKIP_NOT_ACTIVITY_LOG)

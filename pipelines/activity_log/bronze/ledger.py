@@ -33,7 +33,8 @@ COMMIT_MARK = "auditlake bronze run "
 
 LEDGER_SCHEMA = (
     "path string, family string, layout string, event_type_folder string, path_date date, size long, "
-    "mtime timestamp, status string, reason string, detail string, rows long, run_id string, recorded_at timestamp"
+    "mtime timestamp, status string, reason string, detail string, rows long, run_id string, recorded_at timestamp, "
+    "entity_type string"
 )
 
 
@@ -51,12 +52,14 @@ class LedgerEntry:
     def row(self, run_id: str, now: datetime) -> tuple:
         mtime = datetime.fromtimestamp(self.mtime_ms / 1000, tz=UTC).replace(tzinfo=None)
         return (self.path, self.info.family, self.info.layout, self.info.event_type, self.info.path_date,
-                self.size, mtime, self.status, self.reason, self.detail, self.rows, run_id, now)
+                self.size, mtime, self.status, self.reason, self.detail, self.rows, run_id, now, self.info.entity_type)
 
 
 def ensure_ledger(spark: SparkSession, t: Tables) -> None:
     create_table_if_missing(spark, t.file_ledger, LEDGER_SCHEMA,
                             {"delta.dataSkippingStatsColumns": "path,path_date,status,run_id"})
+    if "entity_type" not in spark.table(t.file_ledger).columns:  # a ledger from before entity snapshots
+        spark.sql(f"ALTER TABLE {t.file_ledger} ADD COLUMNS (entity_type string)")
 
 
 def known_versions(spark: SparkSession, t: Tables, since: date | None) -> dict[str, dict[tuple[int, int], str]]:
@@ -117,8 +120,9 @@ def recover_unledgered(spark: SparkSession, t: Tables, root: str, log=print) -> 
     recovered = 0
     log("bronze: the last run stopped before its ledger commit; checking bronze for files it landed")
     prefix = root.rstrip("/") + "/"
-    for family in FAMILIES:
-        table = t.bronze_raw(family)
+    # every bronze table a run writes names each row's file, size, time and run in the same columns
+    for family, table in [(f, t.bronze_raw(f)) for f in FAMILIES] + [
+            (f"entity {e}", t.bronze_entity(e)) for e in t.entity_types(spark)]:
         if not spark.catalog.tableExists(table):
             continue
         runs = [m[len(COMMIT_MARK):] for m in latest_commits(spark, table, 3) if m and m.startswith(COMMIT_MARK)]

@@ -1,0 +1,71 @@
+"""Type-2 history from complete snapshots (DataFrames in, DataFrames out; no I/O).
+
+A snapshot is a site's whole state of one entity type at an hour. Per row key (the entity's LUID
+by default) the history keeps a version per distinct content: a version starts at the first
+snapshot hour that shows that content and ends (``valid_to``) at the first later hour that shows
+other content or no row at all; a version still shown by the newest snapshot is current
+(``valid_to`` NULL). Storage grows with changes, not with hours.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from pipelines.entity_snapshots import LINEAGE
+
+# silver's own columns besides what the snapshots deliver
+HISTORY_COLUMNS = ("site_luid", "entity_key", "valid_from", "valid_to", "is_current", "row_hash", "source_file")
+
+
+def payload_columns(snapshots: DataFrame) -> list[str]:
+    """The delivered columns of a bronze entity frame."""
+    return [c for c in snapshots.columns if c not in LINEAGE]
+
+
+def keyed(snapshots: DataFrame, key_columns: list[str]) -> DataFrame:
+    """Bronze rows -> (payload, site_luid, snapshot_hour, source_file, entity_key, row_hash), one row
+    per key and hour (a key twice in one snapshot: the row of the later file wins, counted by the caller).
+    The key is lower-cased: a LUID may arrive in either case. The hash is over the delivered
+    content, sorted by name, without NULLs: a new column that is still empty changes no version."""
+    payload = sorted(payload_columns(snapshots))
+    key = F.lower(F.concat_ws("|", *[F.coalesce(F.col(f"`{k}`").cast("string"), F.lit("")) for k in key_columns]))
+    content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in payload]))
+    rows = snapshots.select(
+        *[F.col(f"`{c}`") for c in payload_columns(snapshots)],
+        F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour", "source_file",
+        key.alias("entity_key"), F.sha2(content, 256).alias("row_hash"),
+    )
+    latest = Window.partitionBy("site_luid", "entity_key", "snapshot_hour").orderBy(F.col("source_file").desc())
+    return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
+
+
+def changes(rows: DataFrame, hours: DataFrame, open_versions: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """-> (new versions, closings).
+
+    ``rows``: ``keyed`` rows of the snapshots to apply; ``hours``: (site_luid, snapshot_hour) of
+    those snapshots, each later than every hour applied before for its site; ``open_versions``:
+    the history's current versions (site_luid, entity_key, row_hash, valid_from).
+    New versions carry every column; a closing is (site_luid, entity_key, valid_from, valid_to) of
+    an open version that a snapshot ended."""
+    prior = open_versions.select("site_luid", "entity_key", "row_hash",
+                                 F.col("valid_from").alias("snapshot_hour"), F.lit(True).alias("_prior"))
+    keys = rows.select("site_luid", "entity_key").union(prior.select("site_luid", "entity_key")).distinct()
+    # every key of a site at every new hour of that site: a key missing from a snapshot is absent
+    grid = (keys.join(hours, "site_luid")
+            .join(rows.select("site_luid", "entity_key", "snapshot_hour", "row_hash"),
+                  ["site_luid", "entity_key", "snapshot_hour"], "left")
+            .withColumn("_prior", F.lit(False)))
+    sequence = grid.unionByName(prior)
+    by_key = Window.partitionBy("site_luid", "entity_key").orderBy("snapshot_hour")
+    moved = (sequence.withColumn("_before", F.lag("row_hash").over(by_key))
+             .where(~F.col("_prior") & ~F.col("row_hash").eqNullSafe(F.col("_before"))))
+    moved = moved.withColumn("valid_to", F.lead("snapshot_hour").over(by_key))
+    versions = (moved.where(F.col("row_hash").isNotNull())
+                .select("site_luid", "entity_key", "snapshot_hour", "valid_to")
+                .join(rows, ["site_luid", "entity_key", "snapshot_hour"])
+                .withColumnRenamed("snapshot_hour", "valid_from")
+                .withColumn("is_current", F.col("valid_to").isNull()))
+    closings = (moved.groupBy("site_luid", "entity_key").agg(F.min("snapshot_hour").alias("valid_to"))
+                .join(open_versions.select("site_luid", "entity_key", "valid_from"), ["site_luid", "entity_key"]))
+    return versions, closings
