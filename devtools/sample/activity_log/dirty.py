@@ -287,10 +287,9 @@ class RecordDirt:
 
     def missing_event_type(self, hour_us: int) -> None:
         rec, family, et, us, shape, edition, partition = self._fresh(hour_us)
-        if shape == "flat":
-            del rec["eventType"]
-        else:
-            del rec["metadata"]["eventType"]
+        if shape == "envelope":  # an envelope without a type is how Tableau's emitter writes: the dirt is flat
+            rec, shape = dict(rec["event"]), "flat"
+        rec.pop("eventType", None)
         self.g.put(rec, family, partition, et, us, shape, edition, ring=False)
         self._count("missing_event_type")
 
