@@ -223,7 +223,15 @@ def test_paths_tell_family_layout_and_what_to_skip():
     assert (schema_first.family, schema_first.layout, schema_first.readable) == ("site", "schema_first", True)
     tenant = c("pod=p1/y=2025/m=11/d=30/h=02/eventType=revoke_session/part-0001.json")
     assert (tenant.family, tenant.layout) == ("tenant", "date_first")
-    assert c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet").skip == "entity_snapshot"
+    snapshot = c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet")
+    assert (snapshot.readable, snapshot.entity_type, snapshot.snapshot_hour) == (True, "users", "2025-11-30 02:00:00")
+    schema_first = c("pod=p1/siteLuid=s1/entityType=group_members/y=2025/m=11/d=30/h=23/part-0.parquet")
+    assert (schema_first.entity_type, schema_first.snapshot_hour) == ("group_members", "2025-11-30 23:00:00")
+    for odd in ("pod=p1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet",  # no site: Tableau has none
+                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.csv",
+                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/entityType=users/part-0.parquet",  # no hour
+                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=Users-2/part-0.parquet"):
+        assert c(odd).skip == "entity_snapshot", odd
     assert c("site/x/_SUCCESS").skip == "hidden_file"
     assert c("site/x/notes.md").skip == "not_activity_log"
     loose = c("events.json")

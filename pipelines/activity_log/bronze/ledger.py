@@ -70,7 +70,9 @@ def known_versions(spark: SparkSession, t: Tables, since: date | None) -> dict[s
     rows = ledger.select("path", "size", F.expr("unix_millis(mtime)").alias("ms"), "status").collect()
     out: dict[str, dict[tuple[int, int], str]] = {}
     for r in rows:
-        out.setdefault(r["path"], {})[(r["size"], r["ms"])] = r["status"]
+        versions = out.setdefault(r["path"], {})
+        if versions.get((r["size"], r["ms"])) in (None, SKIPPED):  # a later read outranks an old skip
+            versions[(r["size"], r["ms"])] = r["status"]
     return out
 
 
@@ -88,8 +90,8 @@ def plan_files(listed: list[ListedFile], known: dict[str, dict[tuple[int, int], 
     to_read, decided = [], []
     for f in listed:
         versions = known.get(f.path, {})
-        if (f.size, f.mtime_ms) in versions:
-            continue  # this very version was decided by an earlier run
+        if (f.size, f.mtime_ms) in versions and not (versions[(f.size, f.mtime_ms)] == SKIPPED and not f.info.skip):
+            continue  # this very version was decided by an earlier run (a skip this release reads is read)
         if LANDED in versions.values():
             before = ", ".join(f"{s} bytes at {datetime.fromtimestamp(m / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}"
                                for (s, m), st in versions.items() if st == LANDED)
