@@ -31,12 +31,16 @@ def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | N
     name = DECODED_NAMES.get(col.attribute, f"{col.column}_name")
     if name in taken:
         name = f"{name}_name"
-    whens = lambda codes: " ".join(f"WHEN {code} THEN {sql_string(meaning)}" for code, meaning in codes)  # noqa: E731
     if not col.legacy_codes:
-        return f"CASE `{col.column}` {whens(col.codes)} END", name, "string"
-    # a record of the legacy edition decodes with that edition's own list
-    return (f"CASE WHEN `edition` = 'legacy' THEN CASE `{col.column}` {whens(col.legacy_codes)} END "
-            f"ELSE CASE `{col.column}` {whens(col.codes)} END END"), name, "string"
+        whens = " ".join(f"WHEN {code} THEN {sql_string(meaning)}" for code, meaning in col.codes)
+        return f"CASE `{col.column}` {whens} END", name, "string"
+    # a record of the legacy edition decodes with that edition's own list (one level: staging's layout)
+    whens = " ".join(
+        [f"WHEN `edition` = 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
+         for code, meaning in col.legacy_codes]
+        + [f"WHEN `edition` <> 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
+           for code, meaning in col.codes])
+    return f"CASE {whens} END", name, "string"
 
 
 def event_attribute_columns(family: str, event_type: str) -> list[tuple[str, str, str]]:

@@ -16,28 +16,25 @@ select
     site_luid,
     site_role_id,
     case
-        when edition = 'legacy' then case site_role_id
-        when 0 then 'SiteAdministrator'
-        when 1 then 'SupportUser'
-        when 2 then 'Publisher'
-        when 3 then 'Interactor'
-        when 4 then 'ViewerWithPublish'
-        when 5 then 'Viewer'
-        when 6 then 'UnlicensedWithPublish'
-        when 7 then 'Guest'
-        when 8 then 'Unlicensed'
-        when 9 then 'BasicUser'
-    end else case site_role_id
-        when 0 then 'SiteAdministratorExplorer'
-        when 1 then 'SupportUser'
-        when 2 then 'ExplorerCanPublish'
-        when 3 then 'Explorer'
-        when 7 then 'Guest'
-        when 8 then 'Unlicensed'
-        when 9 then 'Viewer'
-        when 10 then 'Creator'
-        when 11 then 'SiteAdministratorCreator'
-    end
+        when edition = 'legacy' and site_role_id = 0 then 'SiteAdministrator'
+        when edition = 'legacy' and site_role_id = 1 then 'SupportUser'
+        when edition = 'legacy' and site_role_id = 2 then 'Publisher'
+        when edition = 'legacy' and site_role_id = 3 then 'Interactor'
+        when edition = 'legacy' and site_role_id = 4 then 'ViewerWithPublish'
+        when edition = 'legacy' and site_role_id = 5 then 'Viewer'
+        when edition = 'legacy' and site_role_id = 6 then 'UnlicensedWithPublish'
+        when edition = 'legacy' and site_role_id = 7 then 'Guest'
+        when edition = 'legacy' and site_role_id = 8 then 'Unlicensed'
+        when edition = 'legacy' and site_role_id = 9 then 'BasicUser'
+        when edition <> 'legacy' and site_role_id = 0 then 'SiteAdministratorExplorer'
+        when edition <> 'legacy' and site_role_id = 1 then 'SupportUser'
+        when edition <> 'legacy' and site_role_id = 2 then 'ExplorerCanPublish'
+        when edition <> 'legacy' and site_role_id = 3 then 'Explorer'
+        when edition <> 'legacy' and site_role_id = 7 then 'Guest'
+        when edition <> 'legacy' and site_role_id = 8 then 'Unlicensed'
+        when edition <> 'legacy' and site_role_id = 9 then 'Viewer'
+        when edition <> 'legacy' and site_role_id = 10 then 'Creator'
+        when edition <> 'legacy' and site_role_id = 11 then 'SiteAdministratorCreator'
     end as site_role,
     system_admin_level,
     system_admin_level = 10 as is_system_admin,
@@ -357,28 +354,25 @@ select
         when event_type in (
             'user_create_delete'
         ) then case
-            when edition = 'legacy' then case site_role_id
-            when 0 then 'SiteAdministrator'
-            when 1 then 'SupportUser'
-            when 2 then 'Publisher'
-            when 3 then 'Interactor'
-            when 4 then 'ViewerWithPublish'
-            when 5 then 'Viewer'
-            when 6 then 'UnlicensedWithPublish'
-            when 7 then 'Guest'
-            when 8 then 'Unlicensed'
-            when 9 then 'BasicUser'
-        end else case site_role_id
-            when 0 then 'SiteAdministratorExplorer'
-            when 1 then 'SupportUser'
-            when 2 then 'ExplorerCanPublish'
-            when 3 then 'Explorer'
-            when 7 then 'Guest'
-            when 8 then 'Unlicensed'
-            when 9 then 'Viewer'
-            when 10 then 'Creator'
-            when 11 then 'SiteAdministratorCreator'
-        end
+            when edition = 'legacy' and site_role_id = 0 then 'SiteAdministrator'
+            when edition = 'legacy' and site_role_id = 1 then 'SupportUser'
+            when edition = 'legacy' and site_role_id = 2 then 'Publisher'
+            when edition = 'legacy' and site_role_id = 3 then 'Interactor'
+            when edition = 'legacy' and site_role_id = 4 then 'ViewerWithPublish'
+            when edition = 'legacy' and site_role_id = 5 then 'Viewer'
+            when edition = 'legacy' and site_role_id = 6 then 'UnlicensedWithPublish'
+            when edition = 'legacy' and site_role_id = 7 then 'Guest'
+            when edition = 'legacy' and site_role_id = 8 then 'Unlicensed'
+            when edition = 'legacy' and site_role_id = 9 then 'BasicUser'
+            when edition <> 'legacy' and site_role_id = 0 then 'SiteAdministratorExplorer'
+            when edition <> 'legacy' and site_role_id = 1 then 'SupportUser'
+            when edition <> 'legacy' and site_role_id = 2 then 'ExplorerCanPublish'
+            when edition <> 'legacy' and site_role_id = 3 then 'Explorer'
+            when edition <> 'legacy' and site_role_id = 7 then 'Guest'
+            when edition <> 'legacy' and site_role_id = 8 then 'Unlicensed'
+            when edition <> 'legacy' and site_role_id = 9 then 'Viewer'
+            when edition <> 'legacy' and site_role_id = 10 then 'Creator'
+            when edition <> 'legacy' and site_role_id = 11 then 'SiteAdministratorCreator'
         end
     end as site_role_name,
     for_user_name,
