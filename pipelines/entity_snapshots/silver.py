@@ -16,8 +16,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import storage
 from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing, ensure_schema, latest_commits
+from pipelines.delta_util import create_table_if_missing, ensure_schema, latest_commits, table_version
 from pipelines.entity_snapshots.history import changes, keyed, payload_columns
 from pipelines.tables import Tables, tables
 
@@ -67,10 +68,26 @@ def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, log) -> No
             + ("had been applied" if done else "are applied again"))
 
 
+def _seen_path(cfg: Config, entity_type: str) -> str:
+    """The bronze version a run last read to its end: an hourly refresh with no new snapshot of this
+    type costs one look at bronze's log, not a scan."""
+    return storage.join(cfg.checkpoint_dir, f"snapshots_{entity_type}.bronze_version")
+
+
 def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: str, log=print) -> SnapshotPromotion:
     t = tables(cfg)
     out = SnapshotPromotion(entity_type)
+    version = str(table_version(spark, t.bronze_entity(entity_type)))
+    if (storage.read_text(spark, _seen_path(cfg, entity_type)) or "").strip() == version:
+        return out
     _settle_pending(spark, t, entity_type, log)
+    _apply(spark, cfg, t, entity_type, run_id, out, log)
+    storage.write_text(spark, _seen_path(cfg, entity_type), version)
+    return out
+
+
+def _apply(spark: SparkSession, cfg: Config, t: Tables, entity_type: str, run_id: str, out: SnapshotPromotion,
+           log) -> None:
     seen = spark.table(t.snapshot_hours).where(F.col("entity_type") == entity_type)
     watermark = seen.agg(F.max("bronze_ingest_ts")).first()[0]
     bronze = spark.table(t.bronze_entity(entity_type))
@@ -81,7 +98,7 @@ def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: s
                  .join(seen.select("site_luid", "snapshot_hour"), ["site_luid", "snapshot_hour"], "left_anti")
                  .collect())
     if not delivered:
-        return out
+        return
     last = {r["site_luid"]: r["h"] for r in seen.where(F.col("status") == APPLIED)
             .groupBy("site_luid").agg(F.max("snapshot_hour").alias("h")).collect()}
     apply = [r for r in delivered if last.get(r["site_luid"]) is None or r["snapshot_hour"] > last[r["site_luid"]]]
@@ -92,7 +109,7 @@ def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: s
         out.problems.append(f"silver: entity {entity_type}: {len(late)} snapshots older than their site's last "
                             "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)")
     if not apply:
-        return out
+        return
     _record_hours(spark, t, entity_type, apply, PENDING, run_id)
     hours = spark.createDataFrame([(r["site_luid"], r["snapshot_hour"]) for r in apply],
                                   "site_luid string, snapshot_hour timestamp")
@@ -136,7 +153,6 @@ def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: s
               f"AND status = '{PENDING}' AND run_id = '{run_id}'")
     log(f"silver: entity {entity_type}: {len(apply)} snapshots ({out.rows_read} rows) applied: "
         f"{out.versions_added} new versions, {out.versions_closed} closed -> {history}")
-    return out
 
 
 def _record_hours(spark: SparkSession, t: Tables, entity_type: str, hours: list, status: str, run_id: str) -> None:
