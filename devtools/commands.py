@@ -15,16 +15,22 @@ from pipelines.config import Config
 
 
 def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, dirty: bool,
-                           layout: str, live_feed: bool = False, security_stories: bool = False) -> dict:
+                           layout: str, live_feed: bool = False, security_stories: bool = False,
+                           snapshots: bool = False, snapshot_every: int = 1) -> dict:
     from devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
     summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=log,
-                                    layout=layout, live_feed=live_feed, security_stories=security_stories)
+                                    layout=layout, live_feed=live_feed, security_stories=security_stories,
+                                    snapshots=snapshots, snapshot_every=snapshot_every)
+    snaps = summary["snapshots"]
     log(
         f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
         f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
+        + (f"; entity snapshots: {snaps['files']} Parquet files, {snaps['rows']} rows, {snaps['hours']} hours "
+           f"(every {snapshot_every} h)" if snapshots else "")
         + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
+        + (f"; silent changes: {json.dumps(summary['silent_changes'])}" if summary["silent_changes"] else "")
         + ("; with the live feed's additions" if live_feed else "")
         + ("; with the security stories" if security_stories else "")
     )
@@ -35,7 +41,8 @@ def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
     _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout,
-                           live_feed=args.live_feed, security_stories=args.security_stories)
+                           live_feed=args.live_feed, security_stories=args.security_stories,
+                           snapshots=args.snapshots, snapshot_every=args.snapshot_every)
     return 0
 
 
@@ -59,7 +66,9 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
         _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
                                iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
                                layout=cfg.get("generate.layout"), live_feed=True,  # what the registry knows
-                               security_stories=True)  # a situation for every detection report
+                               security_stories=True,  # a situation for every detection report
+                               snapshots=cfg.get("generate.snapshots"),
+                               snapshot_every=cfg.get("generate.snapshot_every_hours"))
     refresh(cfg, list(LAYERS), summary=True)
     return 0
 
@@ -106,6 +115,11 @@ def register(sub) -> None:
     p.add_argument("--security-stories", action="store_true",
                    help="also a situation for each detection report (escalation, impersonation, mass download, "
                         "a leaver's token, a new sign-in address, security changes at night)")
+    p.add_argument("--snapshots", action="store_true",
+                   help="also the hourly entity snapshots Cloud Manager delivers beside the log (users, groups, "
+                        "group_members, workbooks, datasources: …/entityType=<type>/part-00000.parquet per site)")
+    p.add_argument("--snapshot-every", type=positive_int, default=1, metavar="H",
+                   help="with --snapshots: one snapshot every H hours from the window's start (default 1)")
     p.set_defaults(func=cmd_generate_activity_log)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")

@@ -229,6 +229,8 @@ RULES: dict[str, Rule] = {
     "generate.start": Rule((str,), _iso_time),
     "generate.days": _whole(1),
     "generate.layout": _one_of(*GENERATE_LAYOUTS),
+    "generate.snapshots": Rule((bool,)),
+    "generate.snapshot_every_hours": _whole(1),
     "writeback.source": _one_of(*WRITEBACK_SOURCES),
     "writeback.file.path": _text(_NONEMPTY, "a path"),
     "writeback.file.default_database": _one_of(*WRITEBACK_ROLES),

@@ -8,6 +8,7 @@ Modules:
 * :mod:`.stories`   story lines (sessions, jobs, permission edits, PATs, ...)
 * :mod:`.dirty`     what real feeds contain besides clean records
 * :mod:`.writer`    hourly partitioned NDJSON files, some gzip-compressed
+* :mod:`.snapshots` hourly Parquet entity snapshots of each site, beside the log
 * :mod:`.generator` the hour-by-hour run
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from .dirty import DIRTY_KINDS, FILE_KINDS, RECORD_KINDS, UNKNOWN_TYPES
 from .generator import DEFAULT_START, Generator
 from .records import attribute_list, build_record, full_record
+from .snapshots import ENTITY_TYPES, SCHEMAS, SNAPSHOT_DIRTY_KINDS
 from .world import build_world
 
 
@@ -34,6 +36,8 @@ def generate_activity_log(
     layout: str = "auditlake",
     live_feed: bool = False,
     security_stories: bool = False,
+    snapshots: bool = False,
+    snapshot_every: int = 1,
 ) -> dict:
     """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
 
@@ -67,11 +71,27 @@ def generate_activity_log(
     deleted, sign-ins from a new address and browser, security changes at night). Off, the output
     is what it was.
 
+    ``snapshots`` also writes what Cloud Manager delivers beside the log: each site's entities
+    (``snapshots.ENTITY_TYPES``: users, groups, group_members, workbooks, datasources) as one
+    Parquet file per (site, hour, entity type), ``…/h=HH/entityType=<type>/part-00000.parquet``
+    where the log has ``eventType=`` (in ``schema_first``, before the hour), at the window's start
+    and every ``snapshot_every`` hours up to and including its end. A snapshot at H is the state
+    after every story of the hours before H, so it agrees with the log; ``users`` gains a
+    ``locale`` column from the window's second half on. With ``dirty`` as well: one
+    ``part-00001.parquet`` that is not Parquet (``dirty["poison_snapshot"]``) and one silent
+    change, a user's site role changed in the snapshots and nowhere in the log
+    (``silent_changes``). The Activity Log is the same bytes with snapshots on or off.
+
     Summary: ``files``, ``gzip_files``, ``lines`` (every physical line: the count of ``\\n``
     bytes of the decompressed file, plus one for a final line without a newline),
     ``records`` (JSON records written, duplicates included), ``bytes`` (on disk),
     ``by_family``, ``by_shape``, ``by_edition``, ``event_types`` (sorted, unknown dirty types
-    included), ``dirty`` ({kind: count}, all zero when clean), ``seed``, ``start``, ``end``.
+    included), ``dirty`` ({kind: count}, all zero when clean; ``poison_snapshot`` too with
+    snapshots), ``seed``, ``start``, ``end``, ``snapshots`` (``files``: Parquet snapshot files, the
+    poison one not counted; ``rows``; ``by_entity``: {type: rows}; ``hours``: snapshot hours; all
+    zero without snapshots) and ``silent_changes`` ([{``site_luid``, ``user_luid``, ``old_role``,
+    ``new_role``, ``hour``}], empty unless dirty with snapshots). ``files`` and the counts
+    before it are the Activity Log's.
     ``progress`` is called with a short line every 100,000 records.
     """
     start = start or DEFAULT_START
@@ -79,7 +99,8 @@ def generate_activity_log(
         start = start.replace(tzinfo=UTC)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed, security_stories).run()
+    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed, security_stories,
+                     snapshots, int(snapshot_every)).run()
 
 
 __all__ = [
@@ -89,6 +110,9 @@ __all__ = [
     "attribute_list",
     "build_world",
     "DIRTY_KINDS",
+    "ENTITY_TYPES",
+    "SCHEMAS",
+    "SNAPSHOT_DIRTY_KINDS",
     "FILE_KINDS",
     "RECORD_KINDS",
     "UNKNOWN_TYPES",

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import stories
 from .dirty import DIRTY_KINDS, FileDirt, RecordDirt, per_kind_target
 from .records import generated_specs, render, resolve, subject_kind
+from .snapshots import SnapshotWriter, no_snapshots
 from .values import DAY_US, HOUR_US, Ctx, iso, new_uuid, time_variant, to_us
 from .world import build_world
 from .writer import PartitionWriter
@@ -129,9 +130,11 @@ class Generator:
         layout: str = "auditlake",
         live_feed: bool = False,
         security_stories: bool = False,
+        snapshots: bool = False,
+        snapshot_every: int = 1,
     ) -> None:
-        if events < 0 or days < 1:
-            raise ValueError("events must be >= 0 and days >= 1")
+        if events < 0 or days < 1 or snapshot_every < 1:
+            raise ValueError("events must be >= 0, days >= 1 and snapshot_every >= 1")
         self.events, self.seed, self.days, self.dirty = events, seed, days, dirty
         self.progress = progress
         self.world = build_world(seed, start)
@@ -153,6 +156,10 @@ class Generator:
             self.ring = deque(maxlen=256)
         self.writer = PartitionWriter(Path(out_dir), self.stats, file_dirt, layout)
         self.record_dirt = RecordDirt(self, seed, per_kind_target(events), self.hours) if dirty else None
+        self.snapshots = (  # the entities at the top of the hours (--snapshots)
+            SnapshotWriter(Path(out_dir), layout, self.world, seed, self.start_us, self.hours, snapshot_every, dirty)
+            if snapshots else None
+        )
         self.open_hour = self.start_us // HOUR_US - 3
         self.produced = 0
         self._next_progress = PROGRESS_EVERY
@@ -318,6 +325,8 @@ class Generator:
             acc += w
             cum.append(acc)
         for hi in range(self.hours):
+            if self.snapshots is not None:
+                self.snapshots.take(hi)  # before the hour's stories: the state at H:00
             hour_us = self.start_us + hi * HOUR_US
             self.open_hour = hour_us // HOUR_US - 3
             self.writer.flush_before(self.open_hour)
@@ -342,11 +351,17 @@ class Generator:
                 unit(self, site, t0)
             if self.record_dirt is not None:
                 self.record_dirt.on_hour(hi, hour_us)
+        if self.snapshots is not None:
+            self.snapshots.take(self.hours)  # the window's end
         self.writer.close()
         return self.summary()
 
     def summary(self) -> dict:
         st = self.stats
+        dirty = dict(st.dirty) if self.dirty else {k: 0 for k in DIRTY_KINDS}
+        snaps = self.snapshots
+        if snaps is not None:  # snapshots.SNAPSHOT_DIRTY_KINDS
+            dirty["poison_snapshot"] = snaps.poisoned
         return {
             "files": st.files,
             "gzip_files": st.gzip_files,
@@ -357,8 +372,10 @@ class Generator:
             "by_shape": dict(st.by_shape),
             "by_edition": dict(st.by_edition),
             "event_types": sorted(st.event_types),
-            "dirty": dict(st.dirty) if self.dirty else {k: 0 for k in DIRTY_KINDS},
+            "dirty": dirty,
             "seed": self.seed,
             "start": iso(self.start_us, 1),
             "end": iso(self.end_us, 1),
+            "snapshots": snaps.summary() if snaps is not None else no_snapshots(),
+            "silent_changes": list(snaps.silent_changes) if snaps is not None else [],
         }

@@ -31,21 +31,29 @@ LAYOUTS = GENERATE_LAYOUTS  # the layouts bronze reads (conf generate.layout)
 POD = "prod-useast-a"
 
 
-def layout_dir(layout: str, family: str, partition: str, folder: str, event_type: str) -> str:
-    """The folder of one (family, partition, hour, event type) file in ``layout``."""
+def layout_dir(
+    layout: str, family: str, partition: str, folder: str, event_type: str, type_key: str = "eventType"
+) -> str:
+    """The folder of one (family, partition, hour, event type) file in ``layout``; ``type_key``
+    ``entityType`` for an entity snapshot, which Tableau puts where the event type would be."""
     if layout == "auditlake":
-        return f"{family}/{PARTITION_KEY[family]}={partition}/{folder}/eventType={event_type}"
+        return f"{family}/{PARTITION_KEY[family]}={partition}/{folder}/{type_key}={event_type}"
     site = f"/siteLuid={partition}" if family == "site" else ""  # Cloud Manager files: no tenant segment
     if layout == "date_first":
-        return f"pod={POD}{site}/{folder}/eventType={event_type}"
+        return f"pod={POD}{site}/{folder}/{type_key}={event_type}"
     if layout == "schema_first":
-        return f"pod={POD}{site}/eventType={event_type}/{folder}"
+        return f"pod={POD}{site}/{type_key}={event_type}/{folder}"
     raise ValueError(f"unknown layout {layout!r}; one of {', '.join(LAYOUTS)}")
 
 
 def hour_folder(abs_hour: int) -> str:
     d = datetime.fromtimestamp(abs_hour * 3600, tz=UTC)
     return f"y={d.year:04d}/m={d.month:02d}/d={d.day:02d}/h={d.hour:02d}"
+
+
+def entity_dir(layout: str, site_luid: str, abs_hour: int, entity: str) -> str:
+    """The folder of one site's snapshot of ``entity`` at ``abs_hour`` (snapshots are per site only)."""
+    return layout_dir(layout, "site", site_luid, hour_folder(abs_hour), entity, type_key="entityType")
 
 
 def is_gzip_path(rel: str) -> bool:
