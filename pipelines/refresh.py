@@ -16,6 +16,7 @@ from pipelines.activity_log.silver import promote, replay
 from pipelines.analyst.launch import secure_lake
 from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
 from pipelines.config import LAYER_SCHEMAS, Config
+from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
 from pipelines.erase import finish_pending_erasure
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
@@ -28,7 +29,6 @@ from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoin
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
-from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
 

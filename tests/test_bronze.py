@@ -226,7 +226,8 @@ def test_paths_tell_family_layout_and_what_to_skip():
     snapshot = c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet")
     assert (snapshot.readable, snapshot.entity_type, snapshot.snapshot_hour) == (True, "users", "2025-11-30 02:00:00")
     schema_first = c("pod=p1/siteLuid=s1/entityType=group_members/y=2025/m=11/d=30/h=23/part-0.parquet")
-    assert (schema_first.entity_type, schema_first.snapshot_hour) == ("group_members", "2025-11-30 23:00:00")
+    assert (schema_first.entity_type, schema_first.snapshot_hour, schema_first.layout) == (
+        "group_members", "2025-11-30 23:00:00", "schema_first")
     for odd in ("pod=p1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet",  # no site: Tableau has none
                 "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.csv",
                 "pod=p1/siteLuid=s1/y=2025/m=11/d=30/entityType=users/part-0.parquet",  # no hour

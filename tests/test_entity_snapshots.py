@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pipelines.activity_log import bronze
 from pipelines.config import load_config
 from pipelines.entity_snapshots.silver import APPLIED, LATE, PENDING, promote_snapshots
-from pipelines.refresh import new_run_id
 from pipelines.reconcile import reconcile_files, reconcile_snapshots
+from pipelines.refresh import new_run_id
 from pipelines.tables import tables
 from tests.lake import variant_environ
 

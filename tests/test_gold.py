@@ -219,7 +219,8 @@ def test_one_person_across_the_cases_a_luid_arrives_in_and_wide_numbers_intact(s
             upper = frame.where(" OR ".join(f"`{c}` <> lower(`{c}`)" for c in luids)).count()
             assert upper == 0, table
         assert not [c for c, typ in frame.dtypes if typ == "int" and c.endswith(("_id", "size", "count"))], table
-        wide += [c for c, typ in frame.dtypes if typ == "bigint" and frame.where(f"`{c}` > 2147483647").limit(1).count()]
+        wide += [c for c, typ in frame.dtypes
+                 if typ == "bigint" and frame.where(f"`{c}` > 2147483647").limit(1).count()]
     assert wide  # values past 32 bits reach gold as numbers
 
 

@@ -247,11 +247,10 @@ def template(spec, edition: str, live_feed: bool = False) -> Template:
     key = (spec.family, spec.event_type, edition, live_feed)
     t = _templates.get(key)
     if t is None:
-        items = [
-            (n, _legacy_code(compile_getter(spec.family, n, _SPEC_TYPES[st])) if (edition, n) == ("legacy", "siteRoleId")
-             else compile_getter(spec.family, n, _SPEC_TYPES[st]))
-            for n, st in attribute_list(spec, edition, live_feed)
-        ]
+        items = []
+        for n, st in attribute_list(spec, edition, live_feed):
+            getter = compile_getter(spec.family, n, _SPEC_TYPES[st])
+            items.append((n, _legacy_code(getter) if (edition, n) == ("legacy", "siteRoleId") else getter))
         t = _templates[key] = Template(spec.family, spec.event_type, edition, items)
     return t
 

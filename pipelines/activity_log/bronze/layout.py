@@ -103,8 +103,9 @@ def classify(relative: str) -> PathInfo:
     else:
         family = None
     if top not in FAMILIES:
-        if "eventType" in keys and "y" in keys:
-            layout = SCHEMA_FIRST if order.index("eventType") < order.index("y") else DATE_FIRST
+        kind = "eventType" if "eventType" in keys else "entityType"  # a snapshot's folder sits where a type's does
+        if kind in keys and "y" in keys:
+            layout = SCHEMA_FIRST if order.index(kind) < order.index("y") else DATE_FIRST
         elif keys:
             layout = DATE_FIRST
         else:

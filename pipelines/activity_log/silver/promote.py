@@ -81,7 +81,8 @@ def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partiti
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({cols})")
     # A lake made when documented integers were 32-bit: widen them in place (Delta's type widening:
     # no file is rewritten, older files are read as the wider type).
-    widened = [f.name for f in frame.schema.fields if existing.get(f.name) == "int" and f.dataType.simpleString() == "bigint"]
+    widened = [f.name for f in frame.schema.fields
+               if existing.get(f.name) == "int" and f.dataType.simpleString() == "bigint"]
     if widened:
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
         for column in widened:
