@@ -203,12 +203,11 @@ def test_access_review_defaults_to_the_latest_applied_hour(spark, access_lake):
     assert u1["user_display_name"] is None  # not delivered: a typed NULL
 
 
-def test_access_review_as_of_a_given_time(spark, access_lake, monkeypatch):
+def test_access_review_as_of_a_given_time(spark, access_lake):
     cfg, _ = access_lake
-    plain = gold_run.dbt_vars
-    monkeypatch.setattr(gold_run, "dbt_vars", lambda c, tests_since=None: {
-        **plain(c, tests_since), "access_review_as_of": "2026-06-01 02:30:00"})
-    run_dbt(spark, cfg, ["run", "--quiet", "--select", "rpt_access_review"])
+    # as an auditor asks for it: `auditlake gold dbt run --select rpt_access_review --vars '{...}'`
+    run_dbt(spark, cfg, ["run", "--quiet", "--select", "rpt_access_review",
+                         "--vars", '{access_review_as_of: "2026-06-01 02:30:00"}'])
     review = {r["user_luid"]: r for r in _rows(spark, cfg, "rpt_access_review")}
     assert set(review) == {U1, U2, U3}  # u4 was missing from the snapshot at 2
     u1 = review[U1]
@@ -217,9 +216,10 @@ def test_access_review_as_of_a_given_time(spark, access_lake, monkeypatch):
     assert (review[U2]["owned_workbooks"], review[U3]["owned_datasources"]) == (1, 1)
     assert {(r["as_of"], r["snapshot_hour"]) for r in review.values()} == {(at(2, 30), at(2))}
     with pytest.raises(gold_run.GoldError, match="access_review_as_of"):
-        monkeypatch.setattr(gold_run, "dbt_vars", lambda c, tests_since=None: {
-            **plain(c, tests_since), "access_review_as_of": "last tuesday"})
-        run_dbt(spark, cfg, ["run", "--quiet", "--select", "rpt_access_review"])
+        run_dbt(spark, cfg, ["run", "--quiet", "--select", "rpt_access_review",
+                             "--vars", "{access_review_as_of: last tuesday}"])
+    with pytest.raises(gold_run.GoldError, match="not a mapping"):
+        run_dbt(spark, cfg, ["run", "--select", "rpt_access_review", "--vars=2026-06-01"])
 
 
 def test_discrepancies_between_the_snapshots_and_the_activity_log(spark, access_lake):

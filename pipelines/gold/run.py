@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import yaml
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
@@ -58,6 +59,23 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
     return out
 
 
+def _split_vars(args: list[str]) -> tuple[list[str], dict]:
+    """``args`` without a caller's ``--vars X`` (dbt keeps only the last ``--vars``, which is conf's), and X:
+    the caller's vars go over conf's (e.g. ``--vars '{access_review_as_of: "2026-06-04"}'``)."""
+    rest, given = [], {}
+    items = iter(args)
+    for arg in items:
+        if arg == "--vars" or arg.startswith("--vars="):
+            text = arg.partition("=")[2] if "=" in arg else next(items, "")
+            value = yaml.safe_load(text) if text.strip() else {}
+            if not isinstance(value, dict):
+                raise GoldError(f"dbt --vars: {text!r} is not a mapping (e.g. '{{name: value}}')")
+            given.update(value)
+        else:
+            rest.append(arg)
+    return rest, given
+
+
 def run_dbt(
     spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True, tests_since: str | None = None
 ) -> GoldResult:
@@ -65,6 +83,7 @@ def run_dbt(
     from dbt.cli.main import dbtRunner  # heavy: only when gold runs
 
     assert SparkSession.getActiveSession() is spark or SparkSession.getActiveSession() is None
+    args, given = _split_vars(args)
     env = {"AUDITLAKE_DBT_TARGET": "pipeline", "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema")}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -78,7 +97,7 @@ def run_dbt(
                 "--profiles-dir",
                 str(DBT_DIR),
                 "--vars",
-                json.dumps(dbt_vars(cfg, tests_since)),
+                json.dumps({**dbt_vars(cfg, tests_since), **given}),
             ]
         )
     finally:

@@ -235,22 +235,22 @@ located as (
 
 log_judged as (
     select
-        subject,
-        site_luid,
-        user_luid,
-        group_luid,
-        content_type,
-        content_luid,
-        match_key,
-        detail,
-        event_time,
-        event_id,
-        event_type,
-        next_snapshot.snapshot_hour as first_hour,
-        next_snapshot.next_hour as second_hour
-    from located
+        l.subject,
+        l.site_luid,
+        l.user_luid,
+        l.group_luid,
+        l.content_type,
+        l.content_luid,
+        l.match_key,
+        l.detail,
+        l.event_time,
+        l.event_id,
+        l.event_type,
+        l.next_snapshot.snapshot_hour as first_hour,
+        l.next_snapshot.next_hour as second_hour
+    from located as l
     -- after the site's first snapshot, and decidable: the hour after the first one is applied
-    where is_hour = 0 and next_snapshot.previous_hour is not null and next_snapshot.next_hour is not null
+    where l.is_hour = 0 and l.next_snapshot.previous_hour is not null and l.next_snapshot.next_hour is not null
 ),
 
 snapshots_only as (
