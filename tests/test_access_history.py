@@ -56,10 +56,12 @@ SNAPSHOTS = {
     },
     "groups": {h: [{"luid": G1, "id": "1", "name": "Analysts", "domain_name": "local"},
                    {"luid": G2, "id": "2", "name": "Admins", "domain_name": "local"}] for h in range(5)},
-    # u2 joins g1 at 2; u1 leaves g2 at 3
+    # u2 joins g1 at 2; u1 leaves g2 at 3; u3 leaves g1 at 2, deleted at 01:40 (no event per group)
     "group_members": {
-        0: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G2, "user_luid": U1}],
-        1: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G2, "user_luid": U1}],
+        0: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G2, "user_luid": U1},
+            {"group_luid": G1, "user_luid": U3}],
+        1: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G2, "user_luid": U1},
+            {"group_luid": G1, "user_luid": U3}],
         2: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G2, "user_luid": U1},
             {"group_luid": G1, "user_luid": U2}],
         3: [{"group_luid": G1, "user_luid": U1}, {"group_luid": G1, "user_luid": U2}],
@@ -87,6 +89,7 @@ KEYS = {"group_members": ("group_luid", "user_luid")}
 
 # Activity Log events, as the facts hold them: (event_id, type, time, user / group / content ...)
 ROLE_EVENTS = [("r1", at(2, 40), U1), ("r2", at(1, 30), U2), ("r3", at(3, 30), U4)]
+DELETIONS = [("d1", at(1, 40), U3)]
 MEMBERSHIP_EVENTS = [("m1", "hist_add_user_to_group", at(1, 10), G1, U2, "added"),
                      ("m2", "hist_add_user_to_group", at(2, 20), G2, U3, "added")]
 OWNERSHIP_EVENTS = [("o1", "content_owner_change", at(1, 44), W1, U1, U2),
@@ -127,7 +130,9 @@ def access_lake(spark, lake_dir):
     facts = {
         "fct_user_lifecycle": (
             [(e, "site", "hist_update_user_site_role", t, SITE, U1, None, u, None, None, None, "site_role_changed",
-              None, None, at(5)) for e, t, u in ROLE_EVENTS],
+              None, None, at(5)) for e, t, u in ROLE_EVENTS]
+            + [(e, "site", "hist_delete_user", t, SITE, U1, None, u, None, None, None, "deleted", None, None, at(5))
+               for e, t, u in DELETIONS],
             "event_id string, family string, event_type string, event_time timestamp, site_luid string, "
             "actor_user_luid string, actor_tenant_user_id string, user_luid string, tenant_user_id string, "
             "user_name string, user_email string, action string, old_role string, new_role string, "
@@ -189,7 +194,7 @@ def test_access_history_answers_as_of_every_hour_exactly(spark, access_lake):
     assert {i for i in intervals if i[0] == "site_role" and i[1] == U4} == {
         ("site_role", U4, None, None, 0, 2), ("site_role", U4, None, None, 3, None)}
     assert ("content_ownership", U1, None, W1, 0, 2) in intervals  # renamed at 1, same owner
-    assert len(intervals) == 14
+    assert len(intervals) == 15
 
 
 def test_access_review_defaults_to_the_latest_applied_hour(spark, access_lake):
@@ -232,7 +237,8 @@ def test_discrepancies_between_the_snapshots_and_the_activity_log(spark, access_
         ("snapshots_only", "site_role", U3, None, None, "site role Viewer -> Creator", at(0), at(1), None),
         # an event at 01:30 for u2, whose role the snapshots at 2 and 3 show unchanged
         ("activity_log_only", "site_role", U2, None, None, "site role changed", at(1, 30), at(1, 30), "r2"),
-        # u1 left g2 at 3 with no event; u2's joining g1 at 2 has its event at 01:10
+        # u1 left g2 at 3 with no event; u2's joining g1 at 2 has its event at 01:10; u3's leaving g1 at 2
+        # is explained by u3's deletion at 01:40
         ("snapshots_only", "group_membership", U1, G2, None, "removed from group", at(2), at(3), None),
         # u3 added to g2 at 02:20 by the log, in no snapshot
         ("activity_log_only", "group_membership", U3, G2, None, "added to group", at(2, 20), at(2, 20), "m2"),

@@ -3,7 +3,7 @@
 --  * snapshots_only: the snapshots show a change at hour h (a site role that follows another, a
 --    membership starting or ending, a content owner that follows another), so it happened in
 --    (the site's previous applied hour, h]; the Activity Log has no matching event for the same
---    subject in (previous hour - 1 hour, h + 1 hour].
+--    subject in (previous hour - 1 hour, h + 1 hour] (a membership's end: nor a deletion of the user).
 --  * activity_log_only: an event (hist_update_user_site_role, a membership added or removed, an
 --    ownership transfer of a workbook or data source) after the site's first snapshot hour, and
 --    the snapshots show no matching change at the first applied hour at or after it nor at the
@@ -187,6 +187,16 @@ log_owners as (
     where content_type in ('workbook', 'datasource') and content_luid is not null
 ),
 
+-- deleting a user ends their memberships with no event per group (Tableau logs the deletion only)
+log_user_deletions as (
+    select
+        site_luid,
+        user_luid,
+        event_time
+    from {{ ref('fct_user_lifecycle') }}
+    where family = 'site' and action = 'deleted' and user_luid is not null
+),
+
 log_events as (
     select * from log_roles
     union all
@@ -267,6 +277,14 @@ snapshots_only as (
             and s.match_key = e.match_key
             and e.event_time > s.changed_after - interval 1 hour
             and e.event_time <= s.changed_by + interval 1 hour
+    left anti join log_user_deletions as d
+        on
+            s.subject = 'group_membership'
+            and s.detail = 'removed from group'
+            and s.site_luid = d.site_luid
+            and s.user_luid = d.user_luid
+            and d.event_time > s.changed_after - interval 1 hour
+            and d.event_time <= s.changed_by + interval 1 hour
 ),
 
 activity_log_only as (
