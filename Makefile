@@ -8,6 +8,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
+# The suite runs on two pytest-xdist workers, one per core: most of a test's time is one busy thread
+# (the Spark driver, dbt's parser, a child process starting), so two at once use both cores.
+# A group (a module's tests, or the shared gold lake's) runs whole on one worker (tests/conftest.py).
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 # The analysts' pseudonym key (analyst.pseudonym_key_env): yours from the environment, else one made
 # once for this checkout (data/pseudonym.key: git-ignored, owner-only), so `make demo` and `make test`
 # run on a fresh clone. Use it for later commands: export AUDITLAKE_PSEUDONYM_KEY=$$(cat data/pseudonym.key)
@@ -20,7 +25,7 @@ demo: setup
 	@$(BIN)/auditlake --env demo demo
 
 test: setup pg-deps ldap-deps clients lint-sql
-	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
 test-fast: $(STAMP)

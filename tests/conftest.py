@@ -13,6 +13,7 @@ import pytest
 from devtools.pg_server import free_port
 from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
+from pipelines.gold.staging import DBT_DIR
 from pipelines.refresh import run_refresh
 from tests.lake import move_day, variant_environ
 
@@ -26,11 +27,38 @@ os.environ.setdefault("AUDITLAKE_PSEUDONYM_KEY", secrets.token_hex(32))
 RESOURCE_FIXTURES = {"spark": "spark", "gold_lake": "dbt", "pg": "postgres"}
 
 
+# `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`), each with its own Spark
+# session, lakes and metastore. A group runs whole on one worker: a module's tests (its module-scoped
+# lake is built once), and every test of the shared gold lake (built once, whichever files use it).
+GOLD_GROUP = "gold_lake"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         for fixture, marker in RESOURCE_FIXTURES.items():
             if fixture in item.fixturenames:
                 item.add_marker(marker)
+        group = GOLD_GROUP if "gold_lake" in item.fixturenames else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))
+    # the groups holding a slow test first (stable: each group keeps its order), so that the longest
+    # ones start at once on the workers rather than last
+    slow = {_group(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _group(item) not in slow)
+
+
+def _group(item) -> str:
+    return item.get_closest_marker("xdist_group").args[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _dbt_target_per_worker():
+    """dbt's compiled files, manifest and logs in a folder of this worker's (two workers running dbt at
+    once would overwrite each other's target/); child processes inherit it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        os.environ.setdefault("DBT_TARGET_PATH", str(DBT_DIR / "target" / worker))
+        os.environ.setdefault("DBT_LOG_PATH", str(DBT_DIR / "target" / worker / "logs"))
+    yield
 
 
 @pytest.fixture(scope="session")

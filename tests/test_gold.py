@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.gold.compact import compact_marts, data_files, mart_tables
-from pipelines.gold.run import GoldError, dbt_vars, run_dbt
+from pipelines.gold.run import GoldError, dbt_target_dir, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
 from pipelines.ops import last_success_start
@@ -121,7 +121,7 @@ def test_incremental_marts_read_silver_newer_than_a_literal_watermark(spark, gol
     # a literal (not a subquery) lets Spark skip silver's older row groups when it plans the scan
     cfg, _, _ = gold_lake
     run_dbt(spark, cfg, ["compile", "--quiet", "--select", "fct_logins"])
-    compiled = (DBT_DIR / "target/compiled/auditlake/models/marts/security/fct_logins.sql").read_text()
+    compiled = (dbt_target_dir() / "compiled/auditlake/models/marts/security/fct_logins.sql").read_text()
     newest = spark.sql(f"SELECT cast(max(silver_ingest_ts) AS string) FROM {cfg.get('gold.schema')}.fct_logins")
     assert f"where silver_ingest_ts > timestamp '{newest.first()[0]}'" in compiled
 
@@ -246,9 +246,9 @@ def test_every_finding_of_every_detection_report_is_in_rpt_detections_once(spark
 def test_dbt_docs_generate(spark, gold_lake):
     cfg, _, _ = gold_lake
     run_dbt(spark, cfg, ["docs", "generate", "--quiet"])
-    catalog = json.loads((DBT_DIR / "target" / "catalog.json").read_text())
+    catalog = json.loads((dbt_target_dir() / "catalog.json").read_text())
     assert any(key.endswith(".fct_logins") for key in catalog["nodes"])
-    manifest = json.loads((DBT_DIR / "target" / "manifest.json").read_text())
+    manifest = json.loads((dbt_target_dir() / "manifest.json").read_text())
     personal = {
         c["name"]: c["meta"]["personal"]
         for n in manifest["nodes"].values()

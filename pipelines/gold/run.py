@@ -11,6 +11,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 from pyspark.sql import SparkSession
@@ -57,6 +58,11 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
     if tests_since:  # staging and incremental-mart tests check rows promoted after this (macros/test_scope.sql)
         out["tests_since"] = tests_since
     return out
+
+
+def dbt_target_dir() -> Path:
+    """Where dbt writes its compiled SQL, manifest and run results: ``DBT_TARGET_PATH``, else dbt_project/target."""
+    return Path(os.environ.get("DBT_TARGET_PATH") or DBT_DIR / "target")
 
 
 def _split_vars(args: list[str]) -> tuple[list[str], dict]:
