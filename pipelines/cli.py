@@ -12,6 +12,7 @@
     auditlake erase                         finish an erasure a crash left pending (a refresh does it first too)
     auditlake alerts [--dry-run|--skip-backlog]  each new detection (gold.rpt_detections) once to the webhook
     auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
+    auditlake export hyper [--out DIR]      the analysts' marts (masked) as one Hyper file for Tableau (incremental)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -310,6 +311,16 @@ def cmd_export_ocsf(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_hyper(cfg: Config, args: argparse.Namespace) -> int:
+    """Under the refresh lock: it reads the analysts' tables a refresh rewrites."""
+    from pipelines.hyper.export import export_hyper
+    from pipelines.spark_session import build_spark
+
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        export_hyper(build_spark(cfg), cfg, out=args.out, log=log)
+    return 0
+
+
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
     """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
     from pipelines.quality.gate import QualityGate, latest_run_summary
@@ -429,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_alerts)
 
-    p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf` writes OCSF events")
+    p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf|hyper`")
     export = p.add_subparsers(dest="action", required=True)
     p = export.add_parser("ocsf", help="gold's security facts as OCSF 1.3 events in Amazon Security Lake's "
                                        "custom-source layout (Parquet), those not exported before (docs/ocsf.md)")
@@ -438,6 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_export_ocsf)
+    p = export.add_parser("hyper", help="every mart as the analysts see it (masked) in one Hyper file for Tableau, "
+                                        "incrementally (docs/tableau.md)")
+    p.add_argument("--out", metavar="DIR", help="a folder on this machine (default hyper.out_dir, else "
+                                                "<data_dir>/hyper); the file is <out>/auditlake.hyper")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.set_defaults(func=cmd_export_hyper)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)

@@ -256,6 +256,7 @@ RULES: dict[str, Rule] = {
     "ocsf.region": _text(r"[a-z]{2}(-[a-z]+)+-\d", "an AWS region name (e.g. us-east-1)"),
     "ocsf.account_id": _text(r"\d{12}|external(_[A-Za-z0-9-]+)?", "a 12-digit AWS account id or external[_<id>]"),
     "ocsf.version": _one_of(*OCSF_VERSIONS),
+    "hyper.out_dir": _text(),  # a local folder; "" = <data_dir>/hyper
 }
 
 

@@ -1,0 +1,150 @@
+"""`auditlake export hyper` (pipelines/hyper/export.py): the analysts' marts in one Hyper file, read
+back with Tableau's own engine and compared with the tables row for row; a second export with nothing
+new leaves the file's bytes alone; new and rewritten fact rows are upserted; a key rotation rewrites all.
+
+It works on a copy of the gold tests' analysts' tables (the shared lake stays as it is): the copy is
+changed as a refresh changes it, a fact gaining rows and a row rewritten under its key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from pipelines import storage
+from pipelines.analyst.publish import CATALOG_FILE, tables_location
+from pipelines.config import load_config
+from pipelines.hyper.export import SCHEMA, WATERMARK, export_hyper, hyper_frame, hyper_path, incremental_keys
+from tests.lake import row_differences, variant_environ
+
+FACT = "fct_logins"  # an incremental fact (unique_key event_id) the gold lake has rows in
+
+
+@pytest.fixture(scope="module")
+def hyper_lake(gold_lake, lake_dir, tmp_path_factory):
+    """The gold lake's configuration with a copy of its analysts' tables, and an export folder."""
+    root = tmp_path_factory.mktemp("hyper")
+    shutil.copytree(gold_lake[0].analyst_dir, root / "analyst")
+    environ = dict(variant_environ(lake_dir, "gold"), AUDITLAKE__ANALYST__DIR=str(root / "analyst"),
+                   AUDITLAKE__HYPER__OUT_DIR=str(root / "out"))
+    return load_config("test", environ=environ), environ
+
+
+@pytest.fixture(scope="module")
+def first(spark, hyper_lake):
+    cfg, _environ = hyper_lake
+    return export_hyper(spark, cfg, log=lambda _m: None)
+
+
+def _catalog(cfg) -> dict:
+    return json.loads(Path(cfg.analyst_dir, CATALOG_FILE).read_text(encoding="utf-8"))
+
+
+def _write_catalog(spark, cfg, catalog: dict) -> None:
+    storage.write_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE), json.dumps(catalog))
+
+
+def _copy(spark, cfg, name: str):
+    return spark.read.format("delta").load(storage.join(tables_location(cfg), name))
+
+
+def _read_back(path: Path, names: list[str], out: Path) -> dict[str, tuple[list, Path]]:
+    """Each table's (columns with Hyper's types, its rows as Parquet written by Hyper itself)."""
+    from tableauhyperapi import Connection, HyperProcess, TableName, Telemetry
+
+    out.mkdir(parents=True, exist_ok=True)
+    found = {}
+    with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}) as hyper:
+        with Connection(hyper.endpoint, str(path)) as conn:
+            for name in names:
+                columns = conn.catalog.get_table_definition(TableName(SCHEMA, name)).columns
+                parquet = out / f"{name}.parquet"
+                conn.execute_command(f'COPY (SELECT * FROM "{SCHEMA}"."{name}") TO \'{parquet}\' WITH (FORMAT PARQUET)')
+                found[name] = ([(str(c.name.unescaped), str(c.type)) for c in columns], parquet)
+    return found
+
+
+def _as_text(frame):
+    return frame.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
+
+
+def _assert_equal(spark, cfg, path: Path, out: Path) -> None:
+    names = sorted(_catalog(cfg)["marts"])
+    back = _read_back(path, names, out)
+    for name in names:
+        expected = hyper_frame(_copy(spark, cfg, name))
+        columns, parquet = back[name]
+        assert [c for c, _t in columns] == expected.columns, name
+        got = spark.read.parquet(str(parquet))
+        assert got.count() == expected.count(), name
+        assert row_differences(_as_text(expected), _as_text(got)) == 0, f"{name} differs from the analysts' table"
+
+
+def test_every_mart_reads_back_from_hyper_as_the_analysts_see_it(spark, hyper_lake, first, tmp_path):
+    cfg, _environ = hyper_lake
+    assert first.path == hyper_path(cfg) and first.path.is_file()
+    catalog = _catalog(cfg)
+    assert sorted(m.name for m in first.marts) == sorted(catalog["marts"]) and len(first.marts) > 20
+    assert {m.action for m in first.marts} == {"created"}
+    assert {m.name for m in first.marts if m.mode == "upsert"} >= {FACT, "fct_sessions", "fct_background_jobs"}
+    assert {m.name for m in first.marts if m.mode == "upsert"} <= set(incremental_keys())
+    _assert_equal(spark, cfg, first.path, tmp_path)
+    # Tableau-friendly types, and masked values only (the analysts' pseudonyms)
+    columns = dict(_read_back(first.path, [FACT], tmp_path / "types")[FACT][0])
+    assert columns["event_time"] == "TIMESTAMP" and columns["silver_ingest_ts"] == "TIMESTAMP"
+    assert columns["user_email"] == "TEXT"
+    emails = spark.read.parquet(str(tmp_path / f"{FACT}.parquet")).where("user_email IS NOT NULL")
+    assert emails.count() > 0 and emails.where(~F.col("user_email").startswith("pii:")).count() == 0
+
+
+def test_a_second_export_with_nothing_new_writes_nothing(spark, hyper_lake, first):
+    cfg, _environ = hyper_lake
+    before = (hashlib.sha256(first.path.read_bytes()).hexdigest(), first.path.stat().st_mtime_ns)
+    again = export_hyper(spark, cfg, log=lambda _m: None)
+    assert again.written == [] and "nothing new" in again.summary
+    assert (hashlib.sha256(first.path.read_bytes()).hexdigest(), first.path.stat().st_mtime_ns) == before
+
+
+def test_new_and_rewritten_fact_rows_are_upserted_and_a_new_key_rewrites_everything(spark, hyper_lake, first,
+                                                                                     tmp_path):
+    cfg, _environ = hyper_lake
+    location = storage.join(tables_location(cfg), FACT)
+    copy = _copy(spark, cfg, FACT)
+    newest = copy.agg(F.max(WATERMARK)).first()[0]
+    later = F.lit(newest + timedelta(minutes=5))
+    # as a refresh would: three new rows, and one row rewritten under its key with a newer timestamp
+    new_rows = copy.limit(3).withColumn("event_id", F.concat(F.lit("new-"), "event_id")).withColumn(WATERMARK, later)
+    rewritten_id = copy.orderBy("event_id").first()["event_id"]
+    rewritten = (copy.where(F.col("event_id") == rewritten_id)
+                 .withColumn("outcome_reason", F.lit("rewritten")).withColumn(WATERMARK, later))
+    changed = copy.where(F.col("event_id") != rewritten_id).unionByName(rewritten).unionByName(new_rows)
+    changed.localCheckpoint().write.format("delta").mode("overwrite").save(location)
+    catalog = _catalog(cfg)
+    catalog["marts"][FACT]["source_version"] += 1
+    _write_catalog(spark, cfg, catalog)
+
+    second = export_hyper(spark, cfg, log=lambda _m: None)
+    assert [(m.name, m.action, m.rows) for m in second.written] == [(FACT, "appended", 4)]
+    _assert_equal(spark, cfg, second.path, tmp_path / "second")
+
+    catalog["key_id"] = "pii:another-key"  # a new pseudonym key: every pseudonym changed
+    _write_catalog(spark, cfg, catalog)
+    rotated = export_hyper(spark, cfg, log=lambda _m: None)
+    assert rotated.full and {m.action for m in rotated.marts} == {"replaced"}
+    _assert_equal(spark, cfg, rotated.path, tmp_path / "rotated")
+
+
+def test_an_export_needs_the_analysts_tables_and_a_local_folder(spark, hyper_lake, tmp_path):
+    from pipelines.hyper.export import HyperExportError
+
+    cfg, environ = hyper_lake
+    with pytest.raises(HyperExportError, match="Hyper writes a local file"):
+        export_hyper(spark, cfg, out="s3a://bucket/hyper", log=lambda _m: None)
+    empty = load_config("test", environ=dict(environ, AUDITLAKE__ANALYST__DIR=str(tmp_path / "none")))
+    with pytest.raises(HyperExportError, match="run `auditlake refresh`"):
+        export_hyper(spark, empty, log=lambda _m: None)
