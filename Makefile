@@ -10,7 +10,7 @@ REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 # The suite runs on two pytest-xdist workers, one per core: most of a test's time is one busy thread
 # (the Spark driver, dbt's parser, a child process starting), so two at once use both cores.
-# A group (a module's tests, or the shared gold lake's) runs whole on one worker (tests/conftest.py).
+# A group (a module's tests, or the shared gold lake's modules) runs whole on one worker (tests/conftest.py).
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 # The analysts' pseudonym key (analyst.pseudonym_key_env): yours from the environment, else one made
@@ -25,7 +25,7 @@ demo: setup
 	@$(BIN)/auditlake --env demo demo
 
 test: setup pg-deps ldap-deps clients lint-sql
-	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
 test-fast: $(STAMP)

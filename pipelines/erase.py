@@ -193,8 +193,10 @@ def pseudonymise(column: Column, person: Person, tokens: dict[str, str]) -> Colu
         if value.lower() in person.keys:  # distinctive: wherever it occurs, any case
             out = F.regexp_replace(out, F.lit("(?i)" + _java_regex(value)), F.lit(token))
         else:  # a name: the whole value, or a JSON string holding it
-            out = F.when(F.lower(out) == value.lower(), F.lit(token)).otherwise(
-                F.regexp_replace(out, F.lit('(?i)"' + _java_regex(value) + '"'), F.lit(f'"{token}"')))
+            # each step reads `out` once: the expression grows with the identifiers, never doubles per
+            # name (a person with many names made a plan that filled the driver's heap)
+            out = F.regexp_replace(out, F.lit("(?iu)^" + _java_regex(value) + "$"), F.lit(token))
+            out = F.regexp_replace(out, F.lit('(?i)"' + _java_regex(value) + '"'), F.lit(f'"{token}"'))
     return out
 
 

@@ -27,10 +27,34 @@ os.environ.setdefault("AUDITLAKE_PSEUDONYM_KEY", secrets.token_hex(32))
 RESOURCE_FIXTURES = {"spark": "spark", "gold_lake": "dbt", "pg": "postgres"}
 
 
-# `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`), each with its own Spark
-# session, lakes and metastore. A group runs whole on one worker: a module's tests (its module-scoped
-# lake is built once), and every test of the shared gold lake (built once, whichever files use it).
+# `make test` runs the suite on two pytest-xdist workers, each with its own Spark session, lakes and
+# metastore. A group runs whole on one worker: a module's tests (its module-scoped lake is built once),
+# and every module using the shared gold lake (built once for them all). xdist's own `--dist loadgroup`
+# does not group under pytest 9 (the node id suffix it relies on is not applied), so the scheduler is ours.
 GOLD_GROUP = "gold_lake"
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _gold_modules() -> set[str]:
+    """The test modules that use the shared gold lake (they name its fixture)."""
+    return {p.name for p in TESTS_DIR.glob("test_*.py") if "gold_lake" in p.read_text(encoding="utf-8")}
+
+
+def _group_of(nodeid: str, gold: set[str]) -> str:
+    module = nodeid.split("::", 1)[0]
+    return GOLD_GROUP if Path(module).name in gold else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    gold = _gold_modules()
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group_of(nodeid, gold)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items):
@@ -38,16 +62,11 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in RESOURCE_FIXTURES.items():
             if fixture in item.fixturenames:
                 item.add_marker(marker)
-        group = GOLD_GROUP if "gold_lake" in item.fixturenames else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
     # the groups holding a slow test first (stable: each group keeps its order), so that the longest
     # ones start at once on the workers rather than last
-    slow = {_group(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _group(item) not in slow)
-
-
-def _group(item) -> str:
-    return item.get_closest_marker("xdist_group").args[0]
+    gold = _gold_modules()
+    slow = {_group_of(item.nodeid, gold) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _group_of(item.nodeid, gold) not in slow)
 
 
 @pytest.fixture(scope="session", autouse=True)

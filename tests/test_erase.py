@@ -70,7 +70,8 @@ def erased(spark, lake_dir, tmp_path_factory):
     environ = variant_environ(lake_dir, "erase")
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     cfg = load_config("test", environ=environ)
-    generate_activity_log(cfg.path("paths.landing_dir"), 400, seed=5, days=1)
+    # with entity snapshots: the person is in the users snapshots (name, e-mail) too
+    generate_activity_log(cfg.path("paths.landing_dir"), 400, seed=5, days=1, snapshots=True, snapshot_every=12)
     run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet)  # no export file yet: write-back skipped
     t = tables(cfg)
     tenant_emails = {r[0].lower() for r in spark.table(t.silver_events("tenant"))
@@ -105,7 +106,7 @@ def test_no_table_holds_the_person_after_erase(spark, erased):
     cfg, values, _before, report = erased
     t = tables(cfg)
     for table in (t.bronze_raw("site"), t.bronze_raw("tenant"), t.writeback_raw, t.silver_events("site"),
-                  t.silver_events("tenant"), t.writeback_audit):
+                  t.silver_events("tenant"), t.writeback_audit, t.bronze_entity("users"), t.entity_history("users")):
         assert report.rows_by_table.get(table, 0) > 0, table
     assert any(name.startswith(t.gold_schema + ".") for name in report.rows_by_table)
     holding = {name: n for name in _lake_tables(spark, cfg) if (n := _rows_holding(spark, name, values))}
