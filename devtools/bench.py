@@ -452,6 +452,81 @@ def render_all(fig: dict, cfg: Config) -> str:
     return "\n".join(lines)
 
 
+def bench_export(cfg: Config, events: int, log) -> dict:
+    """The Hyper export (issue 29) on a lake of ``events`` refreshed through gold: the first export
+    (every mart), one with nothing new, one after a +1% delivery's refresh, and the packaged data
+    source; beside Spark's bare copy of the same analysts' tables to Parquet (the export's first half)."""
+    from devtools.sample.activity_log import generate_activity_log
+    from pipelines import storage
+    from pipelines.analyst.publish import read_catalog, tables_location
+    from pipelines.hyper.export import export_hyper, hyper_path
+    from pipelines.hyper.tdsx import write_tdsx
+    from pipelines.refresh import run_refresh
+    from pipelines.spark_session import build_spark
+
+    root = cfg.data_dir / "bench" / f"export-{events}"
+    bcfg = _ingest_cfg(cfg, root)
+    spark = build_spark(bcfg)
+    _fresh_lake(spark, bcfg)
+    landing = bcfg.path("paths.landing_dir")
+    generate_activity_log(landing, events, seed=1, days=7)
+    quiet = lambda _m: None  # noqa: E731
+    _report, refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
+    log(f"bench: lake of {events} events refreshed in {refresh_s:.0f}s")
+    names = sorted(read_catalog(spark, bcfg)["marts"])
+    rows = sum(spark.read.format("delta").load(storage.join(tables_location(bcfg), n)).count() for n in names)
+
+    def bare_copy() -> None:
+        for name in names:
+            frame = spark.read.format("delta").load(storage.join(tables_location(bcfg), name))
+            frame.write.mode("overwrite").parquet(str(root / "bare" / name))
+
+    _none, bare_s = _timed(bare_copy)
+    shutil.rmtree(hyper_path(bcfg).parent, ignore_errors=True)
+    full, full_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    again, again_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    package, tdsx_s = _timed(lambda: write_tdsx(full.path))
+    _add_increment(landing, events)
+    _report, increment_refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
+    increment, increment_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    figures = {
+        "events": events, "marts": len(names), "rows": rows, "bare_s": bare_s,
+        "full_s": full_s, "full_rows": sum(m.rows for m in full.written),
+        "again_s": again_s, "again_written": len(again.written),
+        "tdsx_s": tdsx_s, "tdsx_mb": package.stat().st_size / 1e6, "hyper_mb": full.path.stat().st_size / 1e6,
+        "increment_refresh_s": increment_refresh_s, "increment_s": increment_s,
+        "increment_rows": sum(m.rows for m in increment.written),
+        "increment_tables": {m.action: sum(1 for x in increment.written if x.action == m.action)
+                             for m in increment.written},
+    }
+    log(f"bench: export full {full_s:.1f}s, nothing new {again_s:.2f}s, +1% {increment_s:.1f}s")
+    return figures
+
+
+def render_export(fig: dict, cfg: Config) -> str:
+    rate = lambda rows, seconds: f"{rows / seconds:,.0f} rows/s" if seconds else "-"  # noqa: E731
+    kinds = ", ".join(f"{n} {a}" for a, n in sorted(fig["increment_tables"].items())) or "none"
+    return "\n".join([
+        f"`auditlake bench --layer export --events {fig['events']}` on {_machine()}, "
+        f"{datetime.now(UTC):%Y-%m-%d}: a lake of {fig['events']:,} generated events refreshed through gold, "
+        f"{fig['marts']} analyst marts holding {fig['rows']:,} rows; one process, one Spark session.",
+        "",
+        "| | seconds | rows written | rate |",
+        "|---|---:|---:|---:|",
+        f"| Spark's bare copy of the analysts' tables to Parquet (reference) | {fig['bare_s']:.1f} | {fig['rows']:,} "
+        f"| {rate(fig['rows'], fig['bare_s'])} |",
+        f"| first export (every mart; {fig['hyper_mb']:.1f} MB of Hyper) | {fig['full_s']:.1f} | {fig['full_rows']:,} "
+        f"| {rate(fig['full_rows'], fig['full_s'])} |",
+        f"| export with nothing new | {fig['again_s']:.2f} | {fig['again_written']} tables | |",
+        f"| `.tdsx` packaged ({fig['tdsx_mb']:.1f} MB) | {fig['tdsx_s']:.1f} | | |",
+        f"| export after a +1% delivery's refresh ({kinds}) | {fig['increment_s']:.1f} | {fig['increment_rows']:,} "
+        f"| {rate(fig['increment_rows'], fig['increment_s'])} |",
+        "",
+        f"The +1% delivery's refresh (every layer) took {fig['increment_refresh_s']:.1f}s; the export after it "
+        f"{fig['increment_s'] / fig['full_s']:.0%} of the first.",
+    ])
+
+
 def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print):
     if layer == "all":
         figures = bench_all(cfg, events, batches, log,
@@ -460,6 +535,9 @@ def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int 
     elif layer == "ingest":
         figures = bench_ingest(cfg, events, log)
         write_section(out_doc, "ingest", render_ingest(figures, cfg))
+    elif layer == "export":
+        figures = bench_export(cfg, events, log)
+        write_section(out_doc, "export", render_export(figures, cfg))
     else:
         raise ValueError(f"no benchmark for layer {layer!r}")
     log(f"bench: figures written to {out_doc}")

@@ -130,9 +130,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_generate_writeback)
 
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
-    p.add_argument("--layer", choices=["ingest", "all"], default="ingest",
+    p.add_argument("--layer", choices=["ingest", "all", "export"], default="ingest",
                    help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
-                        "bare scan and DuckDB; all: one refresh of every layer per delivery batch")
+                        "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
+                        "export, full and after a +1%% delivery, beside Spark's bare copy")
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
     p.add_argument("--doc", default="docs/performance.md")

@@ -12,7 +12,8 @@
     auditlake erase                         finish an erasure a crash left pending (a refresh does it first too)
     auditlake alerts [--dry-run|--skip-backlog]  each new detection (gold.rpt_detections) once to the webhook
     auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
-    auditlake export hyper [--out DIR]      the analysts' marts (masked) as one Hyper file for Tableau (incremental)
+    auditlake export hyper [--out DIR] [--tdsx]  the analysts' marts (masked) in one Hyper file for Tableau
+    auditlake publish [--out DIR]           export hyper, then the data source on Tableau Cloud/Server (changes only)
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -317,7 +318,23 @@ def cmd_export_hyper(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.spark_session import build_spark
 
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        export_hyper(build_spark(cfg), cfg, out=args.out, log=log)
+        report = export_hyper(build_spark(cfg), cfg, out=args.out, log=log)
+        if args.tdsx:
+            from pipelines.hyper.tdsx import write_tdsx
+
+            log(f"export hyper: packaged data source {write_tdsx(report.path)}")
+    return 0
+
+
+def cmd_publish(cfg: Config, args: argparse.Namespace) -> int:
+    """Under the refresh lock: the export reads the analysts' tables a refresh rewrites."""
+    from pipelines.hyper.export import export_hyper
+    from pipelines.hyper.publish import publish
+    from pipelines.spark_session import build_spark
+
+    with refresh_lock(cfg, wait_seconds=args.wait, log=log):
+        report = export_hyper(build_spark(cfg), cfg, out=args.out, log=log)
+        publish(cfg, report.path, log=log)
     return 0
 
 
@@ -453,9 +470,19 @@ def build_parser() -> argparse.ArgumentParser:
                                         "incrementally (docs/tableau.md)")
     p.add_argument("--out", metavar="DIR", help="a folder on this machine (default hyper.out_dir, else "
                                                 "<data_dir>/hyper); the file is <out>/auditlake.hyper")
+    p.add_argument("--tdsx", action="store_true",
+                   help="also <out>/auditlake.tdsx: the file packaged with the marts' relationships, captions, "
+                        "descriptions, folders and calculated fields, for Tableau Desktop or publishing")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
     p.set_defaults(func=cmd_export_hyper)
+
+    p = sub.add_parser("publish", help="the Hyper export as a data source on Tableau Cloud or Server (conf tableau.*): "
+                                        "whole the first time, then only what changed (docs/tableau.md)")
+    p.add_argument("--out", metavar="DIR", help="the export's folder (default hyper.out_dir, else <data_dir>/hyper)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)

@@ -63,6 +63,8 @@ SECRETS = (
     ("serve.tls.enabled", True, "serve.tls.keystore_password_env", "the password"),
     ("alerts.on_refresh", True, "alerts.webhook_url_env", "the webhook URL"),
     ("analyst.enabled", True, "analyst.pseudonym_key_env", "the pseudonym key"),
+    ("tableau.publish_on_refresh", True, "tableau.token_name_env", "the personal access token's name"),
+    ("tableau.publish_on_refresh", True, "tableau.token_secret_env", "the personal access token's secret"),
 )
 
 
@@ -257,6 +259,14 @@ RULES: dict[str, Rule] = {
     "ocsf.account_id": _text(r"\d{12}|external(_[A-Za-z0-9-]+)?", "a 12-digit AWS account id or external[_<id>]"),
     "ocsf.version": _one_of(*OCSF_VERSIONS),
     "hyper.out_dir": _text(),  # a local folder; "" = <data_dir>/hyper
+    "tableau.server_url": _text(r"(https?://\S+)?", "an http:// or https:// address, or empty"),
+    "tableau.site": _text(r"[A-Za-z0-9_-]*", "a site's content URL (letters, digits, - and _), or empty for Default"),
+    "tableau.project": _text(_NONEMPTY, "a project name"),
+    "tableau.datasource_name": _text(_NONEMPTY, "a data source name"),
+    "tableau.token_name_env": _ENV_NAME,
+    "tableau.token_secret_env": _ENV_NAME,
+    "tableau.job_timeout_seconds": _whole(1),
+    "tableau.publish_on_refresh": Rule((bool,)),
 }
 
 
@@ -501,6 +511,9 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         fail("alerts.webhook_url_env", f"names environment variable {lookup('alerts.webhook_url_env')}, which does "
                                        "not hold an http:// or https:// URL: alerts.on_refresh is true "
                                        f"({origin('alerts.on_refresh')})")
+    if lookup("tableau.publish_on_refresh") and not lookup("tableau.server_url"):
+        fail("tableau.server_url",
+             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})")
     key_name = lookup("analyst.pseudonym_key_env")
     if lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
         fail("analyst.pseudonym_key_env", f"names environment variable {key_name}, which holds fewer than "

@@ -56,6 +56,7 @@ class RefreshReport:
     gold_skipped: bool = False  # nothing gold reads changed since its last build
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
+    published: object | None = None  # tableau.publish_on_refresh: the PublishReport after gold
 
 
 def parse_layers(text: str) -> list[str]:
@@ -88,6 +89,8 @@ def run_refresh(
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
     if "gold" in layers and cfg.get("alerts.on_refresh"):
         send_alerts_after_gold(spark, cfg, report, log)
+    if "gold" in layers and cfg.get("tableau.publish_on_refresh"):
+        publish_after_gold(spark, cfg, report, log)
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
         raise WritebackSourceError("; ".join(writeback_errors))
@@ -104,6 +107,20 @@ def send_alerts_after_gold(spark: SparkSession, cfg: Config, report: RefreshRepo
     except Exception as exc:  # the lake is refreshed; an alert that did not go out waits for the next run
         lines = [ln for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
         log(f"alerts: not sent ({lines[0].strip()}); the refresh stands, the next run sends what is pending")
+
+
+def publish_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
+    """``auditlake publish`` after the gold layer: the Hyper export brought up to date, then what changed
+    sent to Tableau. A failure is printed and never fails the refresh: the published marks did not move,
+    so the next run sends the same rows again."""
+    from pipelines.hyper.export import export_hyper
+    from pipelines.hyper.publish import publish
+
+    try:
+        report.published = publish(cfg, export_hyper(spark, cfg, log=log).path, log=log)
+    except Exception as exc:  # the lake is refreshed; what was not published goes with the next run
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+        log(f"publish: not published ({lines[0].strip()}); the refresh stands, the next run sends it")
 
 
 def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:

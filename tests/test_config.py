@@ -155,12 +155,12 @@ def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
                                           r"AUDITLAKE__ALERTS__ON_REFRESH\) needs the webhook URL there$"):
         load_config("test", environ=on)
     with pytest.raises(ConfigError, match=r"which does not hold an http:// or https:// URL") as caught:
-        load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": "hooks.slack.com/services/T0/B0/token"})
-    assert "token" not in str(caught.value)  # the URL is a secret: never in a message
-    url = "https://hooks.slack.com/services/T0/B0/token"
+        load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": "hooks.slack.com/services/T0/B0/s3cr3t"})
+    assert "s3cr3t" not in str(caught.value)  # the URL is a secret: never in a message
+    url = "https://hooks.slack.com/services/T0/B0/s3cr3t"
     cfg = load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": url})
     assert secret(cfg, "alerts.webhook_url_env", {"AUDITLAKE_ALERTS_WEBHOOK_URL": url}) == url
-    assert "token" not in repr(cfg)
+    assert "s3cr3t" not in repr(cfg)
     # off: the variable is not asked for
     assert load_config("test", environ=dict(KEYED)).get("alerts.on_refresh") is False
     with pytest.raises(ConfigError, match=r"config key 'alerts\.min_severity' must be one of low, medium, high, "
@@ -289,3 +289,20 @@ def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_l
     assert "short-key" not in str(caught.value)  # a secret: never in a message
     assert load_config("test", environ={"AUDITLAKE__ANALYST__ENABLED": "false"}).get("analyst.enabled") is False
     assert load_config("test", environ=dict(KEYED)).analyst_dir.endswith("/analyst")
+
+
+def test_publish_on_refresh_needs_a_server_and_the_token_variables_at_load():
+    on = {**KEYED, "AUDITLAKE__TABLEAU__PUBLISH_ON_REFRESH": "true"}
+    with pytest.raises(ConfigError, match=r"config key 'tableau\.token_name_env' names environment variable "
+                                          r"AUDITLAKE_TABLEAU_TOKEN_NAME, which is not set: "
+                                          r"tableau\.publish_on_refresh"):
+        load_config("test", environ=on)
+    tokens = {"AUDITLAKE_TABLEAU_TOKEN_NAME": "auditlake", "AUDITLAKE_TABLEAU_TOKEN": "s3cr3t"}
+    with pytest.raises(ConfigError, match=r"config key 'tableau\.server_url' is empty: tableau\.publish_on_refresh"):
+        load_config("test", environ={**on, **tokens})
+    with pytest.raises(ConfigError, match=r"'tableau\.server_url' must be an http:// or https:// address"):
+        load_config("test", environ={**on, **tokens, "AUDITLAKE__TABLEAU__SERVER_URL": "tableau.example.com"})
+    cfg = load_config("test", environ={**on, **tokens, "AUDITLAKE__TABLEAU__SERVER_URL": "https://tableau.example.com"})
+    assert cfg.get("tableau.publish_on_refresh") is True and "s3cr3t" not in repr(cfg)
+    # off (the default): nothing is asked for
+    assert load_config("test", environ=dict(KEYED)).get("tableau.publish_on_refresh") is False

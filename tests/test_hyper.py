@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
+import zipfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -148,3 +150,98 @@ def test_an_export_needs_the_analysts_tables_and_a_local_folder(spark, hyper_lak
     empty = load_config("test", environ=dict(environ, AUDITLAKE__ANALYST__DIR=str(tmp_path / "none")))
     with pytest.raises(HyperExportError, match="run `auditlake refresh`"):
         export_hyper(spark, empty, log=lambda _m: None)
+
+
+def test_the_packaged_data_source_declares_every_mart_related_captioned_and_described(first, tmp_path):
+    """``auditlake.tdsx``: the Hyper file itself and a .tds whose logical tables are the file's tables,
+    whose fields have the file's names and types, a caption and a description, whose relationships form
+    the tree Tableau's logical layer needs on columns of one type on both sides, and whose calculated
+    fields name existing fields."""
+    from xml.etree import ElementTree as ET
+
+    from pipelines.hyper.tdsx import _TYPES, EXTRACTS_DIR, ROOT, TDS_FILE, read_hyper_tables, write_tdsx
+
+    package = write_tdsx(first.path, tmp_path / "auditlake.tdsx")
+    with zipfile.ZipFile(package) as archive:
+        assert sorted(archive.namelist()) == sorted([TDS_FILE, f"{EXTRACTS_DIR}/{first.path.name}"])
+        assert archive.read(f"{EXTRACTS_DIR}/{first.path.name}") == first.path.read_bytes()
+        ds = ET.fromstring(archive.read(TDS_FILE))
+    columns = read_hyper_tables(first.path)
+    assert len(columns) > 20 and "export_marks" not in columns
+    objects = {o.get("id")[1:-1] for o in ds.iter("object")}
+    assert objects == set(columns) == {r.get("name") for r in ds.find("connection/relation[@type='collection']")}
+    # every column of every table once, typed as the file types it
+    field_of, seen = {}, set()
+    for record in ds.iter("metadata-record"):
+        table, column = record.findtext("parent-name")[1:-1], record.findtext("remote-name")
+        hyper_type = dict(columns[table])[column]
+        assert record.findtext("local-type") == _TYPES[hyper_type][0], (table, column)
+        assert record.findtext("object-id") == f"[{table}]"
+        field_of[record.findtext("local-name")] = (table, column)
+        seen.add((table, column))
+    assert seen == {(t, c) for t, cols in columns.items() for c, _t in cols}
+    assert len(field_of) == len(seen)  # field names unique across the data source
+    # a caption and a description for every field of every mart
+    fields = {c.get("name"): c for c in ds.findall("column")}
+    for name in field_of:
+        assert fields[name].get("caption"), name
+        assert (fields[name].findtext("desc/formatted-text/run") or "").strip(), f"{field_of[name]} has no description"
+    # relationships: a tree over every table, each pair of fields in the two end points' tables, same type
+    parent = {}
+    for link in ds.iter("relationship"):
+        first_end = link.find("first-end-point").get("object-id")[1:-1]
+        second_end = link.find("second-end-point").get("object-id")[1:-1]
+        assert first_end not in parent, f"{first_end} has two parents"
+        parent[first_end] = second_end
+        pairs = [e.findall("expression") for e in link.iter("expression") if e.get("op") == "="]
+        assert pairs
+        for mine, theirs in pairs:
+            (t1, c1), (t2, c2) = field_of[mine.get("op")], field_of[theirs.get("op")]
+            assert (t1, t2) == (first_end, second_end)
+            assert dict(columns[t1])[c1] == dict(columns[t2])[c2]
+    assert set(parent) == set(columns) - {ROOT}
+    for table in columns:  # every table reaches the root
+        hops = 0
+        while table != ROOT:
+            table, hops = parent[table], hops + 1
+            assert hops < len(columns)
+    assert parent["fct_logins"] == "dim_users" and parent["fct_permission_changes"] == "dim_content"
+    assert parent["rpt_failed_login_bursts"] == "fct_logins" and parent["fct_writeback_changes"] == "dim_users"
+    # calculated fields name fields of the data source; folders hold every field once
+    formulas = [c.find("calculation").get("formula") for c in ds.findall("column") if c.find("calculation") is not None]
+    assert any("Failed" in (c.get("caption") or "") for c in ds.findall("column") if c.find("calculation") is not None)
+    for formula in formulas:
+        assert set(re.findall(r"\[[^\]]+\]", formula)) <= set(field_of), formula
+    items = [i.get("name") for i in ds.iter("folder-item")]
+    assert sorted(items) == sorted(field_of)
+
+
+def test_publish_on_refresh_exports_and_publishes_and_a_failure_leaves_the_refresh_standing(
+        spark, hyper_lake, first, tmp_path, monkeypatch):
+    """tableau.publish_on_refresh: after gold, the export and `auditlake publish` (to the loopback
+    Tableau REST API); with Tableau out of reach a line says so and the refresh is not failed."""
+    from devtools.tableau_server import TableauServer
+    from pipelines.hyper.publish import STATE_FILE
+    from pipelines.refresh import RefreshReport, publish_after_gold
+
+    cfg, environ = hyper_lake
+    tableau = TableauServer.start(token_name="auditlake", token_secret="s3cr3t", projects={"Default": "p-1"})
+    monkeypatch.setenv("AUDITLAKE_TABLEAU_TOKEN_NAME", "auditlake")
+    monkeypatch.setenv("AUDITLAKE_TABLEAU_TOKEN", "s3cr3t")
+    on = load_config("test", environ=dict(environ, AUDITLAKE__TABLEAU__PUBLISH_ON_REFRESH="true",
+                                          AUDITLAKE__TABLEAU__SERVER_URL=tableau.url,
+                                          AUDITLAKE_TABLEAU_TOKEN_NAME="auditlake", AUDITLAKE_TABLEAU_TOKEN="s3cr3t"))
+    try:
+        report, lines = RefreshReport("run-1", ["gold"]), []
+        publish_after_gold(spark, on, report, lines.append)
+        assert report.published is not None and report.published.mode == "overwrite", lines
+        assert "publish" in tableau.ops() and hyper_path(on).with_name(STATE_FILE).is_file()
+    finally:
+        tableau.stop()
+    catalog = _catalog(on)  # a mart moved since: the next publish has something to send, and Tableau is gone
+    catalog["marts"]["dim_users"]["source_version"] += 1
+    _write_catalog(spark, on, catalog)
+    report, lines = RefreshReport("run-2", ["gold"]), []
+    publish_after_gold(spark, on, report, lines.append)
+    assert report.published is None
+    assert any(line.startswith("publish: not published (") and "the refresh stands" in line for line in lines), lines

@@ -13,7 +13,9 @@ The pseudonym key is the refresh's secret (``analyst.pseudonym_key_env``); it ne
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import NamedTuple
 
 import yaml
@@ -62,6 +64,21 @@ def mart_docs() -> dict[str, MartDoc]:
                 personal,
             )
     return docs
+
+
+GLOSSARY_FILE = Path(__file__).with_name("column_glossary.yaml")
+
+
+@functools.cache
+def column_glossary() -> dict[str, str]:
+    """Column name -> its description, for the names several marts share (column_glossary.yaml)."""
+    entries = yaml.safe_load(GLOSSARY_FILE.read_text(encoding="utf-8"))["columns"]
+    return {name: " ".join(str(text).split()) for name, text in entries.items()}
+
+
+def column_description(doc: MartDoc, column: str) -> str:
+    """A mart column's description: the mart's schema YAML, else the shared glossary ("" for neither)."""
+    return doc.columns.get(column) or column_glossary().get(column, "")
 
 
 def masked_columns(doc: MartDoc) -> set[str]:

@@ -1,4 +1,5 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id',
+          on_schema_change='append_new_columns') }}
 
 with lifecycle_events as (
     {{ mart_events('site', [
@@ -7,7 +8,7 @@ with lifecycle_events as (
         ['content_luid', 'string'], ['content_name', 'string'], ['former_name', 'string'],
         ['source_project_luid', 'string'], ['destination_project_luid', 'string'],
         ['old_container_luid', 'string'], ['new_container_luid', 'string'], ['project_luid', 'string'],
-        ['owner_luid', 'string'], ['silver_ingest_ts', 'timestamp']
+        ['owner_luid', 'string'], ['size', 'bigint'], ['silver_ingest_ts', 'timestamp']
     ]) }}
 )
 
@@ -27,6 +28,8 @@ select
     coalesce(destination_project_luid, new_container_luid) as to_container_luid,
     project_luid,
     owner_luid,
+    -- bytes as published: past 2^31 for a large extract, hence 64 bits
+    size,
     silver_ingest_ts
 from lifecycle_events
 {{ newer_than_mart() }}

@@ -1,0 +1,395 @@
+"""A throwaway Tableau REST API on loopback, for the ``auditlake publish`` tests (ops tooling, not the
+pipeline): an HTTP server in a thread that implements only the calls ``auditlake publish``
+(pipelines/hyper/publish.py) makes through ``tableauserverclient`` 0.42, answered in Tableau's XML
+(namespace http://tableau.com/api) as TSC's parsers read it. Built from Tableau's REST API reference
+and TSC's source (server/server.py, server/endpoint/*, models/*); nothing here is Tableau's code.
+
+- ``GET /api/2.4/serverInfo`` (unauthenticated: TSC's ``use_server_version`` after sign-in)
+- ``POST /api/<v>/auth/signin`` with a personal access token; ``POST /api/<v>/auth/signout``
+- ``GET /api/<v>/sites/<site>/projects`` paginated (``pageNumber``, ``pageSize``)
+- ``POST /api/<v>/sites/<site>/datasources?datasourceType=tdsx&overwrite=true`` (Publish Data Source):
+  a ``multipart/mixed`` body of a ``request_payload`` XML part and a ``tableau_datasource`` file part,
+  or with ``uploadSessionId=`` (TSC's path for a file of 64 MB or more) the file of that upload session
+- ``POST /api/<v>/sites/<site>/fileUploads`` (Initiate File Upload) and ``PUT .../fileUploads/<id>``
+  (Append to File Upload: ``request_payload`` and ``tableau_file`` parts)
+- ``PATCH /api/<v>/sites/<site>/datasources/<id>/data?uploadSessionId=`` (Update Data in Hyper Data
+  Source: JSON ``{"actions": [...]}``, header ``RequestID``) -> a job
+- ``GET /api/<v>/sites/<site>/jobs/<id>`` (Query Job)
+
+Every request is recorded in ``received`` (a ``Received``: its operation, method, path, query,
+the headers of interest and, for a publish or an update, what it carried). Behaviours for the error
+paths: a token other than ``token_name``/``token_secret`` (sign-in answers 401, code 401001),
+``refuse[op] = (status, code, summary, detail)`` (``NO_API_ACCESS``: 403, code 403157 "Feature
+Disabled", as Tableau's error code list names it), ``job_finish_code`` (1: the next jobs fail) and
+``job_polls`` (how many queries answer "in progress" first), ``projects`` (name -> id), ``datasource_id``
+(the id a new data source gets; None: a fresh one each).
+
+    server = TableauServer.start(projects={"Default": "p-1", "Security": "p-2"})
+    server.url                                # http://127.0.0.1:<free port>
+    [r.op for r in server.received]           # ['signin', 'server_info', 'projects', 'publish', 'signout']
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+from xml.etree import ElementTree as ET
+
+NAMESPACE = "http://tableau.com/api"
+PRODUCT_VERSION, BUILD, REST_API_VERSION = "2024.2.0", "20242.24.0711.1636", "3.23"
+# the headers a test may want to see (lower case); X-Tableau-Auth is checked, not recorded
+HEADERS_OF_INTEREST = ("content-type", "requestid", "user-agent")
+NO_API_ACCESS = (403, "403157", "Feature Disabled",
+                 "REST API access is disabled for this site (the site or the user has no API access)")
+_PATH = re.compile(r"^/api/(?P<version>[\d.]+)(?P<rest>/.*)$")
+_SITE_PATH = re.compile(r"^/sites/(?P<site>[^/]+)/(?P<what>.+)$")
+
+
+@dataclass
+class Received:
+    op: str  # server_info | signin | signout | projects | publish | upload_initiate | upload_append | update | job
+    method: str
+    path: str  # after /api/<version>
+    version: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    status: int = 0
+    # publish: file_name, file (bytes), mode, name, project_id, upload_session_id (chunked), datasource_id;
+    # update: datasource_id, actions, request_id, upload_session_id, payload (bytes), job_id;
+    # signin: token_name, site; upload_append: bytes
+    details: dict = field(default_factory=dict)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, summary: str, detail: str):
+        super().__init__(f"{status} {code}")
+        self.status, self.code, self.summary, self.detail = status, code, summary, detail
+
+
+@dataclass
+class TableauServer:
+    server: ThreadingHTTPServer
+    token_name: str = "auditlake"
+    token_secret: str = "secret"
+    projects: dict[str, str] = field(default_factory=lambda: {"Default": str(uuid.uuid4())})
+    datasource_id: str | None = None  # the id of a new data source (None: a fresh one each)
+    job_finish_code: int = 0
+    job_polls: int = 0
+    refuse: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)
+    received: list[Received] = field(default_factory=list)
+    # state: data sources ((project id, name) -> id), sessions (token -> site id), uploads, jobs
+    datasources: dict[tuple[str, str], str] = field(default_factory=dict)
+    sites: dict[str, str] = field(default_factory=dict)  # content URL -> site id
+    _sessions: dict[str, str] = field(default_factory=dict)
+    _uploads: dict[str, bytearray] = field(default_factory=dict)
+    _jobs: dict[str, dict] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def ops(self) -> list[str]:
+        return [r.op for r in self.received]
+
+    def of(self, op: str) -> list[Received]:
+        return [r for r in self.received if r.op == op]
+
+    @classmethod
+    def start(cls, port: int = 0, **settings) -> TableauServer:
+        fake: TableauServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                fake._handle(self, "GET")
+
+            def do_POST(self) -> None:
+                fake._handle(self, "POST")
+
+            def do_PUT(self) -> None:
+                fake._handle(self, "PUT")
+
+            def do_PATCH(self) -> None:
+                fake._handle(self, "PATCH")
+
+            def log_message(self, format, *args) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        server.daemon_threads = True
+        fake = cls(server, **settings)
+        threading.Thread(target=server.serve_forever, args=(0.05,), name="tableau-server", daemon=True).start()
+        return fake
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # --- dispatch ---------------------------------------------------------------------------------
+
+    def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        parts = urlsplit(handler.path)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        found = _PATH.match(parts.path)
+        headers = {k.lower(): v for k, v in handler.headers.items() if k.lower() in HEADERS_OF_INTEREST}
+        record = Received("unknown", method, found["rest"] if found else parts.path,
+                          found["version"] if found else "", query, headers)
+        with self._lock:
+            self.received.append(record)
+            try:
+                if not found:
+                    raise _Refused(404, "404000", "Not Found", f"{parts.path} is not a REST API path")
+                status, answer = self._route(record, handler, body)
+            except _Refused as refused:
+                status, answer = refused.status, _error(refused)
+            except Exception as exc:  # a bug here, or a request it cannot read: say so rather than hang up
+                status, answer = 500, _error(_Refused(500, "500000", "Internal Server Error", repr(exc)))
+        record.status = status
+        handler.send_response(status)
+        if status == 204:  # No Content (sign-out): no body
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        data = b"<?xml version='1.0' encoding='UTF-8'?>" + ET.tostring(answer, encoding="utf-8", xml_declaration=False)
+        handler.send_header("Content-Type", "application/xml;charset=utf-8")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def _route(self, r: Received, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, ET.Element]:
+        if r.method == "GET" and r.path == "/serverInfo":
+            return self._server_info(r)
+        if r.method == "POST" and r.path == "/auth/signin":
+            return self._sign_in(r, body)
+        if r.method == "POST" and r.path == "/auth/signout":
+            r.op = "signout"
+            self._session(r, handler)
+            self._sessions.pop(handler.headers.get("X-Tableau-Auth"), None)
+            return 204, _response()
+        site = _SITE_PATH.match(r.path)
+        if site:
+            if self._session(r, handler) != site["site"]:
+                raise _Refused(403, "403000", "Forbidden", "the site in the URL is not the one signed in to")
+            what, site_id = site["what"], site["site"]
+            if r.method == "GET" and what == "projects":
+                return self._projects(r)
+            if r.method == "POST" and what == "fileUploads":
+                return self._upload_initiate(r)
+            if r.method == "PUT" and what.startswith("fileUploads/"):
+                return self._upload_append(r, what.split("/", 1)[1], handler, body)
+            if r.method == "POST" and what == "datasources":
+                return self._publish(r, handler, body, site_id)
+            if r.method == "PATCH" and re.fullmatch(r"datasources/[^/]+/data", what):
+                return self._update(r, what.split("/")[1], handler, body)
+            if r.method == "GET" and what.startswith("jobs/"):
+                return self._job(r, what.split("/", 1)[1])
+        raise _Refused(404, "404000", "Not Found", f"{r.method} {r.path}: not implemented by devtools.tableau_server")
+
+    def _check(self, r: Received) -> None:
+        if r.op in self.refuse:
+            raise _Refused(*self.refuse[r.op])
+
+    def _session(self, r: Received, handler: BaseHTTPRequestHandler) -> str:
+        """The site id of the request's X-Tableau-Auth token (401 without a valid one)."""
+        site_id = self._sessions.get(handler.headers.get("X-Tableau-Auth") or "")
+        if site_id is None:
+            raise _Refused(401, "401002", "Unauthorized Access", "Invalid authentication credentials were provided")
+        return site_id
+
+    # --- endpoints --------------------------------------------------------------------------------
+
+    def _server_info(self, r: Received) -> tuple[int, ET.Element]:
+        r.op = "server_info"
+        self._check(r)
+        root = _response()
+        info = ET.SubElement(root, "serverInfo")
+        ET.SubElement(info, "productVersion", build=BUILD).text = PRODUCT_VERSION
+        ET.SubElement(info, "restApiVersion").text = REST_API_VERSION
+        return 200, root
+
+    def _sign_in(self, r: Received, body: bytes) -> tuple[int, ET.Element]:
+        r.op = "signin"
+        credentials = ET.fromstring(body).find("credentials")
+        if credentials is None:
+            raise _Refused(400, "400000", "Bad Request", "no credentials element")
+        site = credentials.find("site")
+        content_url = site.get("contentUrl", "") if site is not None else ""
+        name = credentials.get("personalAccessTokenName")
+        r.details = {"token_name": name, "site": content_url}
+        self._check(r)
+        if (name, credentials.get("personalAccessTokenSecret")) != (self.token_name, self.token_secret):
+            raise _Refused(401, "401001", "Signin Error", "Error signing in to Tableau Server")
+        site_id = self.sites.setdefault(content_url, str(uuid.uuid4()))
+        token = uuid.uuid4().hex
+        self._sessions[token] = site_id
+        root = _response()
+        given = ET.SubElement(root, "credentials", token=token, estimatedTimeToExpiration="365:22:00")
+        ET.SubElement(given, "site", id=site_id, contentUrl=content_url)
+        ET.SubElement(given, "user", id=str(uuid.uuid5(uuid.NAMESPACE_URL, name or "")))
+        return 200, root
+
+    def _projects(self, r: Received) -> tuple[int, ET.Element]:
+        r.op = "projects"
+        self._check(r)
+        number, size = int(r.query.get("pageNumber", 1)), int(r.query.get("pageSize", 100))
+        every = list(self.projects.items())
+        root = _response()
+        ET.SubElement(root, "pagination", pageNumber=str(number), pageSize=str(size), totalAvailable=str(len(every)))
+        listed = ET.SubElement(root, "projects")
+        for name, project_id in every[(number - 1) * size:number * size]:
+            ET.SubElement(listed, "project", id=project_id, name=name, description="",
+                          contentPermissions="ManagedByOwner")
+        return 200, root
+
+    def _upload_initiate(self, r: Received) -> tuple[int, ET.Element]:
+        r.op = "upload_initiate"
+        self._check(r)
+        session = f"{uuid.uuid4().int % 10**10}:{uuid.uuid4().hex.upper()}-0:0"
+        self._uploads[session] = bytearray()
+        r.details = {"upload_session_id": session}
+        root = _response()
+        ET.SubElement(root, "fileUpload", uploadSessionId=session, fileSize="0")
+        return 201, root
+
+    def _upload_append(self, r: Received, session: str, handler, body: bytes) -> tuple[int, ET.Element]:
+        r.op = "upload_append"
+        self._check(r)
+        if session not in self._uploads:
+            raise _Refused(404, "404000", "Not Found", f"no upload session {session}")
+        parts = _multipart(handler.headers.get("Content-Type", ""), body)
+        chunk = parts.get("tableau_file", (None, b""))[1]
+        self._uploads[session] += chunk
+        r.details = {"upload_session_id": session, "bytes": len(chunk)}
+        root = _response()
+        ET.SubElement(root, "fileUpload", uploadSessionId=session,
+                      fileSize=str(len(self._uploads[session]) // (1024 * 1024)))
+        return 200, root
+
+    def _publish(self, r: Received, handler, body: bytes, site_id: str) -> tuple[int, ET.Element]:
+        r.op = "publish"
+        modes = [m for m in ("overwrite", "append") if r.query.get(m) == "true"]
+        parts = _multipart(handler.headers.get("Content-Type", ""), body)
+        if "request_payload" not in parts:
+            raise _Refused(400, "400000", "Bad Request", "no request_payload part")
+        item = ET.fromstring(parts["request_payload"][1]).find("datasource")
+        project = item.find("project") if item is not None else None
+        if item is None or project is None:
+            raise _Refused(400, "400000", "Bad Request", "the request_payload names no datasource and project")
+        name, project_id = item.get("name", ""), project.get("id", "")
+        session = r.query.get("uploadSessionId")
+        if session is not None:
+            if session not in self._uploads:
+                raise _Refused(404, "404000", "Not Found", f"no upload session {session}")
+            file_name, file = f"{name}.{r.query.get('datasourceType', '')}", bytes(self._uploads.pop(session))
+        else:
+            file_name, file = parts.get("tableau_datasource", ("", b""))
+        r.details = {"file_name": file_name, "file": file, "mode": modes[0] if modes else "createnew", "name": name,
+                     "project_id": project_id, "datasource_type": r.query.get("datasourceType"),
+                     "upload_session_id": session}
+        self._check(r)
+        if project_id not in self.projects.values():
+            raise _Refused(404, "404005", "Project Not Found", f"project '{project_id}' could not be found")
+        if r.query.get("datasourceType") not in ("tds", "tdsx", "tde", "hyper", "parquet") or not file:
+            raise _Refused(400, "400011", "Bad Request", "no data source file of a known type")
+        datasource_id = self.datasources.get((project_id, name))  # Overwrite keeps the data source's id
+        if datasource_id and not modes:
+            raise _Refused(409, "409004", "Resource Conflict",
+                           f"a data source named '{name}' already exists in the project")
+        datasource_id = datasource_id or self.datasource_id or str(uuid.uuid4())
+        self.datasources[(project_id, name)] = datasource_id
+        r.details["datasource_id"] = datasource_id
+        now = _now()
+        root = _response()
+        published = ET.SubElement(root, "datasource", id=datasource_id, name=name, type="hyper",
+                                  contentUrl=re.sub(r"\W+", "", name), createdAt=now, updatedAt=now,
+                                  isCertified="false", encryptExtracts="false", hasExtracts="true")
+        ET.SubElement(published, "project", id=project_id,
+                      name=next(n for n, i in self.projects.items() if i == project_id))
+        ET.SubElement(published, "owner", id=str(uuid.uuid5(uuid.NAMESPACE_URL, self.token_name)))
+        ET.SubElement(published, "tags")
+        return 201, root
+
+    def _update(self, r: Received, datasource_id: str, handler, body: bytes) -> tuple[int, ET.Element]:
+        r.op = "update"
+        session = r.query.get("uploadSessionId")
+        r.details = {"datasource_id": datasource_id, "actions": json.loads(body or b"{}").get("actions"),
+                     "request_id": handler.headers.get("RequestID"), "upload_session_id": session,
+                     "payload": bytes(self._uploads.pop(session, b"")) if session else None}
+        self._check(r)
+        if datasource_id not in self.datasources.values():
+            raise _Refused(404, "404011", "Resource Not Found", f"datasource '{datasource_id}' could not be found")
+        if session is not None and r.details["payload"] is None:
+            raise _Refused(404, "404000", "Not Found", f"no upload session {session}")
+        if not r.details["request_id"]:
+            raise _Refused(400, "400000", "Bad Request", "the RequestID header is required")
+        job_id = str(uuid.uuid4())
+        self._jobs[job_id] = {"datasource_id": datasource_id, "created": _now(), "polls": self.job_polls,
+                              "finish_code": self.job_finish_code}
+        r.details["job_id"] = job_id
+        root = _response()
+        ET.SubElement(root, "job", id=job_id, mode="Asynchronous", type="UpdateUploadedFile",
+                      createdAt=self._jobs[job_id]["created"])
+        return 202, root
+
+    def _job(self, r: Received, job_id: str) -> tuple[int, ET.Element]:
+        r.op = "job"
+        self._check(r)
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise _Refused(404, "404000", "Not Found", f"job '{job_id}' could not be found")
+        r.details = {"job_id": job_id}
+        root = _response()
+        shown = ET.SubElement(root, "job", id=job_id, mode="Asynchronous", type="UpdateUploadedFile",
+                              createdAt=job["created"], startedAt=job["created"])
+        detail = ET.SubElement(shown, "updateUploadedFileJob")
+        ET.SubElement(detail, "datasource", id=job["datasource_id"], name="")
+        if job["polls"] > 0:
+            job["polls"] -= 1
+            shown.set("progress", "50")
+            return 200, root
+        shown.attrib.update(progress="100", completedAt=_now(), finishCode=str(job["finish_code"]))
+        if job["finish_code"] == 1:
+            ET.SubElement(detail, "notes").text = "the actions could not be applied to the data source"
+        return 200, root
+
+
+def _response() -> ET.Element:
+    return ET.Element("tsResponse", xmlns=NAMESPACE)
+
+
+def _error(refused: _Refused) -> ET.Element:
+    root = _response()
+    error = ET.SubElement(root, "error", code=refused.code)
+    ET.SubElement(error, "summary").text = refused.summary
+    ET.SubElement(error, "detail").text = refused.detail
+    return root
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, tuple[str, bytes]]:
+    """A ``multipart/mixed`` body (TSC's: urllib3's encoding) -> part name -> (file name, bytes)."""
+    found = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not found:
+        raise _Refused(406, "406000", "Bad Request", f"not a multipart body: {content_type}")
+    parts = {}
+    for chunk in body.split(b"--" + found[1].encode())[1:]:
+        if chunk.startswith(b"--"):
+            break
+        head, _, data = chunk.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        disposition = re.search(rb'name="([^"]*)"(?:; filename="([^"]*)")?', head)
+        if disposition:
+            parts[disposition[1].decode()] = ((disposition[2] or b"").decode(), data.removesuffix(b"\r\n"))
+    return parts
