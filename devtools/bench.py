@@ -465,8 +465,8 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     from pipelines.spark_session import build_spark
 
     root = cfg.data_dir / "bench" / f"export-{events}"
-    bcfg = _ingest_cfg(cfg, root)
-    spark = build_spark(bcfg)
+    bcfg = _bench_cfg(cfg, root)  # with the bundled Write-Back export: gold reads it
+    spark = build_spark(cfg)  # the session's scratch space outside the bench lake, which is wiped
     _fresh_lake(spark, bcfg)
     landing = bcfg.path("paths.landing_dir")
     generate_activity_log(landing, events, seed=1, days=7)
