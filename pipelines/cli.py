@@ -328,13 +328,11 @@ def cmd_export_hyper(cfg: Config, args: argparse.Namespace) -> int:
 
 def cmd_publish(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: the export reads the analysts' tables a refresh rewrites."""
-    from pipelines.hyper.export import export_hyper
-    from pipelines.hyper.publish import publish
+    from pipelines.hyper.publish import export_and_publish
     from pipelines.spark_session import build_spark
 
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        report = export_hyper(build_spark(cfg), cfg, out=args.out, log=log)
-        publish(cfg, report.path, log=log)
+        export_and_publish(build_spark(cfg), cfg, out=args.out, log=log)
     return 0
 
 
@@ -373,6 +371,12 @@ def cmd_cluster(cfg: Config, args: argparse.Namespace) -> int:
                           "cores": (state or {}).get("cores", 0), "status": (state or {}).get("status", "DOWN")}))
         return 0 if state else 1
     return 0
+
+
+def _add_wait(p: argparse.ArgumentParser) -> None:
+    """``--wait``, for a command that takes the refresh lock."""
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -440,8 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the person's user LUID or e-mail address (without it: only finish an erasure a crash "
                         "left pending)")
     p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    _add_wait(p)
     p.set_defaults(func=cmd_erase)
 
     p = sub.add_parser("alerts", help="post each new detection (gold.rpt_detections) once to the webhook "
@@ -453,8 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--skip-backlog", action="store_true",
                       help="start from now: record every detection not sent yet as skipped (never posted), "
                            "e.g. before the first run on a lake with history; later detections are sent")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    _add_wait(p)
     p.set_defaults(func=cmd_alerts)
 
     p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf|hyper`")
@@ -463,8 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "custom-source layout (Parquet), those not exported before (docs/ocsf.md)")
     p.add_argument("--out", metavar="URI", help="the Security Lake bucket (s3a://...) or a folder "
                                                 "(default ocsf.out_dir); files go under <out>/ext/")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    _add_wait(p)
     p.set_defaults(func=cmd_export_ocsf)
     p = export.add_parser("hyper", help="every mart as the analysts see it (masked) in one Hyper file for Tableau, "
                                         "incrementally (docs/tableau.md)")
@@ -473,15 +474,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tdsx", action="store_true",
                    help="also <out>/auditlake.tdsx: the file packaged with the marts' relationships, captions, "
                         "descriptions, folders and calculated fields, for Tableau Desktop or publishing")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    _add_wait(p)
     p.set_defaults(func=cmd_export_hyper)
 
     p = sub.add_parser("publish", help="the Hyper export as a data source on Tableau Cloud or Server (conf tableau.*): "
                                         "whole the first time, then only what changed (docs/tableau.md)")
     p.add_argument("--out", metavar="DIR", help="the export's folder (default hyper.out_dir, else <data_dir>/hyper)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    _add_wait(p)
     p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
@@ -32,6 +33,9 @@ from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
 
+if TYPE_CHECKING:  # the publishing modules load only when a refresh publishes
+    from pipelines.hyper.publish import PublishReport
+
 LAYERS = ("bronze", "silver", "gold")
 
 
@@ -56,7 +60,7 @@ class RefreshReport:
     gold_skipped: bool = False  # nothing gold reads changed since its last build
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
-    published: object | None = None  # tableau.publish_on_refresh: the PublishReport after gold
+    published: PublishReport | None = None  # tableau.publish_on_refresh: what was published after gold
 
 
 def parse_layers(text: str) -> list[str]:
@@ -105,22 +109,25 @@ def send_alerts_after_gold(spark: SparkSession, cfg: Config, report: RefreshRepo
         report.alerts = alerts.send_alerts(spark, cfg, alerts.webhook_url(cfg), log=log)
         log(report.alerts.summary)
     except Exception as exc:  # the lake is refreshed; an alert that did not go out waits for the next run
-        lines = [ln for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
-        log(f"alerts: not sent ({lines[0].strip()}); the refresh stands, the next run sends what is pending")
+        log(f"alerts: not sent ({_first_line(exc)}); the refresh stands, the next run sends what is pending")
 
 
 def publish_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
     """``auditlake publish`` after the gold layer: the Hyper export brought up to date, then what changed
     sent to Tableau. A failure is printed and never fails the refresh: the published marks did not move,
     so the next run sends the same rows again."""
-    from pipelines.hyper.export import export_hyper
-    from pipelines.hyper.publish import publish
+    from pipelines.hyper.publish import export_and_publish
 
     try:
-        report.published = publish(cfg, export_hyper(spark, cfg, log=log).path, log=log)
+        report.published = export_and_publish(spark, cfg, log=log)
     except Exception as exc:  # the lake is refreshed; what was not published goes with the next run
-        lines = [ln for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
-        log(f"publish: not published ({lines[0].strip()}); the refresh stands, the next run sends it")
+        log(f"publish: not published ({_first_line(exc)}); the refresh stands, the next run sends it")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of an error, for the one line an after-gold step prints."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:

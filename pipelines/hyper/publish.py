@@ -25,7 +25,16 @@ from datetime import datetime
 from pathlib import Path
 
 from pipelines.config import Config, secret
-from pipelines.hyper.export import META, SCHEMA, WATERMARK, _q, _read_marks, _sql_text, incremental_keys
+from pipelines.hyper.export import (
+    META,
+    SCHEMA,
+    WATERMARK,
+    _q,
+    _read_marks,
+    _sql_text,
+    export_hyper,
+    incremental_keys,
+)
 from pipelines.hyper.tdsx import write_tdsx
 
 STATE_FILE = "auditlake.publish.json"
@@ -196,7 +205,7 @@ def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
     try:
         server = _sign_in(cfg, where)
         try:
-            if mode == "update" and not _update(cfg, server, hyper_file, changed, published, report):
+            if mode == "update" and not _update(cfg, server, hyper_file, changed, published["marks"], where, report):
                 log(f"publish: data source {report.datasource_id} is gone from Tableau: publishing it whole")
                 report.mode = "overwrite"
             if report.mode == "overwrite":
@@ -217,6 +226,12 @@ def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
     return report
 
 
+def export_and_publish(spark, cfg: Config, out: str | None = None, log=print) -> PublishReport:
+    """``auditlake publish``: the Hyper export brought up to date, then published. The caller holds the
+    refresh lock (the export reads the analysts' tables a refresh rewrites)."""
+    return publish(cfg, export_hyper(spark, cfg, out=out, log=log).path, log=log)
+
+
 def _overwrite(server, hyper_file: Path, where: dict[str, str], report: PublishReport) -> None:
     import tableauserverclient as TSC
 
@@ -229,13 +244,13 @@ def _overwrite(server, hyper_file: Path, where: dict[str, str], report: PublishR
     report.datasource_id = done.id
 
 
-def _update(cfg: Config, server, hyper_file: Path, changed: list[str], published: dict,
-            report: PublishReport) -> bool:
+def _update(cfg: Config, server, hyper_file: Path, changed: list[str], published_marks: dict,
+            where: dict[str, str], report: PublishReport) -> bool:
     """The changed marts sent with "update data in Hyper data source"; False: the data source is gone."""
     import tableauserverclient as TSC
 
     payload = hyper_file.with_name(PAYLOAD_FILE)
-    report.actions, report.rows = build_payload(hyper_file, payload, changed, published["marks"])
+    report.actions, report.rows = build_payload(hyper_file, payload, changed, published_marks)
     timeout = cfg.get("tableau.job_timeout_seconds")
     try:
         job = server.datasources.update_hyper_data(report.datasource_id, request_id=uuid.uuid4().hex,
@@ -244,7 +259,7 @@ def _update(cfg: Config, server, hyper_file: Path, changed: list[str], published
     except TSC.ServerResponseError as exc:
         if str(exc.code).startswith("404"):  # deleted in Tableau since the last publish
             return False
-        raise PublishError(_refusal("update of the data source's data", {**published["target"]}, exc)) from exc
+        raise PublishError(_refusal("update of the data source's data", where, exc)) from exc
     except TSC.JobFailedException as exc:
         raise PublishError(f"Tableau's job updating data source {report.datasource_id} failed: {exc}; "
                            "the next run sends the same rows again") from exc
