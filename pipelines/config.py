@@ -179,6 +179,7 @@ RULES: dict[str, Rule] = {
     "gold.detections.licence_idle_days": _whole(1),
     "gold.detections.stale_content_days": _whole(1),
     "gold.compact_files_over": _whole(0),
+    "gold.data_tests": Rule((bool,)),
     "feed.baseline_days": _whole(1, 366),
     "feed.usual_share": _SHARE,
     "feed.report_days": _whole(1, 3660),

@@ -117,6 +117,7 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     analyst_dir.chmod(0o755)
     request.addfinalizer(lambda: shutil.rmtree(analyst_dir, ignore_errors=True))
     environ["AUDITLAKE__ANALYST__DIR"] = str(analyst_dir)
+    environ["AUDITLAKE__GOLD__DATA_TESTS"] = "true"  # the gold tests check dbt's data tests
     cfg = load_config("test", environ=environ)
     generated = tmp_path_factory.mktemp("gold_generated")
     generate_activity_log(generated, 2500, seed=11, days=2)

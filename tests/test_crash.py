@@ -19,12 +19,14 @@ from tests.lake import RUN_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
 LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
-# (stdout line that marks the moment, seconds to wait after it, then SIGKILL)
+# (stdout line that marks the moment, seconds to wait after it, then SIGKILL): one refresh killed at
+# the first, its re-run killed at the second (starting from the state the first kill left), then a
+# re-run that finishes
 KILL_POINTS = [
     # after bronze's commits, before the ledger's (test_bronze also makes that state directly)
-    pytest.param(("bronze: tenant: committed", 0.0), id="bronze-before-ledger"),
+    ("bronze: tenant: committed", 0.0),
     # silver while it writes its four tables (events, duplicates, quarantine, batch figures)
-    pytest.param(("silver: site: writing", 0.3), id="silver-mid-write"),
+    ("silver: site: writing", 0.3),
 ]
 
 
@@ -88,12 +90,14 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
     return source, reference
 
 
-@pytest.mark.parametrize("kill_at", KILL_POINTS)
-def test_a_killed_refresh_reruns_to_the_same_tables_as_an_uninterrupted_one(spark, tmp_path, uninterrupted, kill_at):
+def test_a_refresh_killed_at_each_step_reruns_to_the_same_tables_as_an_uninterrupted_one(
+    spark, tmp_path, uninterrupted
+):
     source, reference = uninterrupted
     crashed = tmp_path / "crashed"
-    code, out = _refresh(crashed, source, kill_at=kill_at)
-    assert code == -signal.SIGKILL, out[-3000:]
+    for kill_at in KILL_POINTS:
+        code, out = _refresh(crashed, source, kill_at=kill_at)
+        assert code == -signal.SIGKILL, f"{kill_at[0]}: {out[-3000:]}"
     code, out = _refresh(crashed, source)
     assert code == 0, out[-3000:]
 

@@ -21,6 +21,7 @@ from pipelines.jars import coordinates
 from pipelines.spark_session import s3_conf
 from tests.lake import KEYED
 
+MARK = "-- end of command --"  # between the outputs of commands run in one process
 PROJECT = Path(__file__).resolve().parents[1]
 LANDING_BUCKET, LAKE_BUCKET = "tableau-activity-log", "auditlake"
 S3_JARS = ["org.apache.hadoop:hadoop-aws:3.4.2", "software.amazon.awssdk:bundle:2.29.52"]
@@ -84,7 +85,7 @@ def _table_logs(client, prefix: str) -> dict[str, list[str]]:
 @pytest.mark.subprocess
 def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
     generated = tmp_path / "generated"
-    generate_activity_log(generated, 1500, seed=11, days=1, layout="date_first")
+    generate_activity_log(generated, 800, seed=11, days=1, layout="date_first")
     files, records = sum(1 for p in generated.rglob("*") if p.is_file()), _records(generated)
     server = S3Server.start()
     try:
@@ -100,18 +101,24 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
             AUDITLAKE__PATHS__WAREHOUSE_DIR=f"s3a://{LAKE_BUCKET}/warehouse",
             AUDITLAKE__PATHS__CHECKPOINT_DIR=f"s3a://{LAKE_BUCKET}/checkpoints",
             AUDITLAKE__SPARK__SHUFFLE_PARTITIONS="2",
+            AUDITLAKE__GOLD__DATA_TESTS="false",  # the marts only: the gold tests run dbt's data tests
             AUDITLAKE__SPARK__EXTRA_CONF='{"spark.ui.enabled": "false"}',
         )
         environ.pop("AUDITLAKE_ENV", None)
 
-        def auditlake(*args: str) -> str:
-            run = subprocess.run([sys.executable, "-m", "pipelines.cli", "--env", "s3", *args],
-                                 cwd=PROJECT, env=environ, capture_output=True, text=True, timeout=1800)
-            assert run.returncode == 0, f"auditlake {' '.join(args)}:\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
-            return run.stdout
+        def auditlake(*commands: tuple[str, ...]) -> list[str]:
+            """The `auditlake` commands one after the other in one process (one Spark start) -> each
+            one's output."""
+            argv = [["--env", "s3", *c] for c in commands]
+            code = ("import sys; from pipelines.cli import main\n"
+                    f"for a in {argv!r}:\n    rc = main(a); print({MARK!r}, flush=True)\n    if rc: sys.exit(rc)")
+            run = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=environ, capture_output=True,
+                                 text=True, timeout=1800)
+            assert run.returncode == 0, f"auditlake {commands}:\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
+            return run.stdout.split(MARK + "\n")[:len(commands)]
 
-        auditlake("setup")  # hadoop-aws and the SDK bundle, from Maven Central unless cached
-        first = auditlake("refresh")
+        # hadoop-aws and the SDK bundle, from Maven Central unless cached; then the first refresh
+        _setup, first = auditlake(("setup",), ("refresh",))
         assert f"{files} files under s3a://{LANDING_BUCKET}/activity-log" in first
         assert f"{files} files landed" in first
         assert "gold: dbt build" in first
@@ -125,18 +132,18 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
         assert not (tmp_path / "data" / "warehouse").exists(), "no table was written locally"
         assert client.list_objects_v2(Bucket=LAKE_BUCKET, Prefix="checkpoints/")["KeyCount"] > 0
 
-        second = auditlake("refresh")
+        # a second refresh, then the tables read back by a fresh process
+        second, counts = auditlake(("refresh",), ("sql", "--format", "csv", " UNION ALL ".join(
+            f"SELECT '{name}', count(*) FROM {cfg.get(schema + '.schema')}.{name}"
+            for schema, name in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
+                                 ("silver", "site_events"), ("silver", "tenant_events")])))
         assert "0 new to read" in second and "0 files landed" in second
         after = _table_logs(client, "warehouse/")
         ops = f"warehouse/{cfg.get('ops.schema')}.db/"
         changed = [t for t in after if not t.startswith(ops) and after[t] != logs.get(t)]
         assert changed == [], "a re-run committed to these tables"
 
-        # read back from S3 by a fresh process: every generated record is in bronze and in silver
-        counts = auditlake("sql", "--format", "csv", " UNION ALL ".join(
-            f"SELECT '{name}', count(*) FROM {cfg.get(schema + '.schema')}.{name}"
-            for schema, name in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
-                                 ("silver", "site_events"), ("silver", "tenant_events")]))
+        # every generated record is in bronze and in silver
         by_table = dict(line.split(",") for line in counts.strip().splitlines()[1:])
         assert int(by_table["site_events_raw"]) + int(by_table["tenant_events_raw"]) == records
         assert int(by_table["site_events"]) + int(by_table["tenant_events"]) == records

@@ -131,12 +131,15 @@ def build_gold(
     """``dbt build``: every mart, incrementally unless ``full_refresh``, with its data tests; the tests
     of the staging views and incremental marts only over silver rows promoted after ``tests_since``
     when given. dbt's unit tests check the SQL, not the data: they run in the test suite and with
-    ``auditlake gold dbt test --select test_type:unit``, not on every refresh (a sixth of a build's time)."""
-    args = ["build", "--quiet", "--exclude-resource-type", "unit_test"] + (["--full-refresh"] if full_refresh else [])
+    ``auditlake gold dbt test --select test_type:unit``, not on every refresh (a sixth of a build's time);
+    the data tests only while ``gold.data_tests``."""
+    skipped = ["unit_test"] if cfg.get("gold.data_tests") else ["unit_test", "test"]
+    args = ["build", "--quiet", "--exclude-resource-type", *skipped] + (["--full-refresh"] if full_refresh else [])
     since = (
         "" if full_refresh or not tests_since
         else f"; tests of staging and incremental marts over silver rows since {tests_since}"
     )
+    since += "" if cfg.get("gold.data_tests") else "; no data tests (gold.data_tests: false)"
     log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/){since}")
     result = run_dbt(spark, cfg, args, tests_since=None if full_refresh else tests_since)
     figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
