@@ -133,13 +133,14 @@ def build_gold(
     when given. dbt's unit tests check the SQL, not the data: they run in the test suite and with
     ``auditlake gold dbt test --select test_type:unit``, not on every refresh (a sixth of a build's time);
     the data tests only while ``gold.data_tests``."""
-    skipped = ["unit_test"] if cfg.get("gold.data_tests") else ["unit_test", "test"]
+    data_tests = cfg.get("gold.data_tests")
+    skipped = ["unit_test"] if data_tests else ["unit_test", "test"]
     args = ["build", "--quiet", "--exclude-resource-type", *skipped] + (["--full-refresh"] if full_refresh else [])
     since = (
         "" if full_refresh or not tests_since
         else f"; tests of staging and incremental marts over silver rows since {tests_since}"
     )
-    since += "" if cfg.get("gold.data_tests") else "; no data tests (gold.data_tests: false)"
+    since += "" if data_tests else "; no data tests (gold.data_tests: false)"
     log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/){since}")
     result = run_dbt(spark, cfg, args, tests_since=None if full_refresh else tests_since)
     figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
