@@ -49,12 +49,27 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     gold = _gold_modules()
+    # the groups in our order (below), not xdist's (most tests first: the one-test S3 group came last)
+    config.option.loadscopereorder = False
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return _group_of(nodeid, gold)
 
+        def _reschedule(self, node) -> None:
+            # the next group only once the worker has started its last test (a worker holds one test back
+            # until it knows the next), not two tests ahead: a worker still busy with a long test
+            # would otherwise take a group the other, idle, worker could run
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
+
     return GroupScheduling(config, log)
+
+
+def _minutes(item) -> float:
+    marker = item.get_closest_marker("slow")
+    return float(marker.kwargs.get("minutes", 1)) if marker else 0.0
 
 
 def pytest_collection_modifyitems(items):
@@ -62,11 +77,18 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in RESOURCE_FIXTURES.items():
             if fixture in item.fixturenames:
                 item.add_marker(marker)
-    # the groups holding a slow test first (stable: each group keeps its order), so that the longest
-    # ones start at once on the workers rather than last
+    # the longest groups first (a module counts once, with its `slow(minutes=...)` estimate), so that they
+    # start at once on the two workers and the short ones fill in at the end; stable otherwise
     gold = _gold_modules()
-    slow = {_group_of(item.nodeid, gold) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _group_of(item.nodeid, gold) not in slow)
+    module_minutes: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        module_minutes[module] = max(module_minutes.get(module, 0.0), _minutes(item))
+    group_minutes: dict[str, float] = {}
+    for module, minutes in module_minutes.items():
+        group = _group_of(module, gold)
+        group_minutes[group] = group_minutes.get(group, 0.0) + minutes
+    items.sort(key=lambda item: -group_minutes[_group_of(item.nodeid, gold)])
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,7 +17,7 @@ from pipelines.gold.compact import mart_tables
 from pipelines.standalone import Standalone
 from tests.lake import RUN_COLUMNS, row_differences
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+pytestmark = [pytest.mark.slow(minutes=8), pytest.mark.subprocess]
 PROJECT = Path(__file__).resolve().parents[1]
 
 

@@ -1,5 +1,6 @@
 """Crash safety: real `auditlake refresh` processes killed with SIGKILL mid-run, then simply run
-again, end with exactly the tables an uninterrupted run gives (no duplicate, no lost event)."""
+again, end with exactly the tables an uninterrupted run gives (no duplicate, no lost event, the
+same marts)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,19 @@ from pathlib import Path
 import pytest
 
 from devtools.sample.activity_log import generate_activity_log
+from pipelines.config import load_config
 from pipelines.gold.compact import mart_tables
-from tests.lake import RUN_COLUMNS, row_differences
+from pipelines.refresh import run_refresh
+from tests.lake import RUN_COLUMNS, row_differences, variant_environ
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
-LAYERS = "bronze,silver"  # the gold kill has its own test (it compares with the gold tests' marts)
-# (stdout line that marks the moment, seconds to wait after it, then SIGKILL): one refresh killed at
-# the first, its re-run killed at the second (starting from the state the first kill left), then a
-# re-run that finishes
-KILL_POINTS = [
-    # after bronze's commits, before the ledger's (test_bronze also makes that state directly)
-    ("bronze: tenant: committed", 0.0),
-    # silver while it writes its four tables (events, duplicates, quarantine, batch figures)
-    ("silver: site: writing", 0.3),
-]
+pytestmark = [pytest.mark.slow(minutes=15), pytest.mark.subprocess, pytest.mark.dbt]
+LAYERS = "bronze,silver,gold"
+REFERENCE = "crash_ref"  # the uninterrupted refresh's schemas: <layer>_crash_ref, in this session
+# One refresh killed at the first point, its re-run killed at the second (starting from the state the
+# first kill left), that one's re-run at the third, then a re-run that finishes. Each point: a stdout
+# line and the seconds to wait after it, or (gold) a test on the gold folder, polled.
+BRONZE_KILL = ("bronze: tenant: committed", 0.0)  # after bronze's commits, before the ledger's
+SILVER_KILL = ("silver: site: writing", 0.3)  # while silver writes its four tables
 
 
 def _environ(data_dir: Path) -> dict[str, str]:
@@ -79,72 +79,68 @@ def _table(spark, data_dir: Path, schema: str, name: str):
     return spark.read.format("delta").load(str(data_dir / "warehouse" / f"{schema}.db" / name))
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
-    """One delivery and the lakehouse an uninterrupted refresh makes of it (shared by the kill points)."""
-    root = tmp_path_factory.mktemp("crash")
-    source, reference = root / "delivery", root / "reference"
-    generate_activity_log(source, 600, seed=23, days=1, dirty=True)
-    code, out = _refresh(reference, source)
-    assert code == 0, out[-3000:]
-    return source, reference
-
-
-def test_a_refresh_killed_at_each_step_reruns_to_the_same_tables_as_an_uninterrupted_one(
-    spark, tmp_path, uninterrupted
-):
-    source, reference = uninterrupted
-    crashed = tmp_path / "crashed"
-    for kill_at in KILL_POINTS:
-        code, out = _refresh(crashed, source, kill_at=kill_at)
-        assert code == -signal.SIGKILL, f"{kill_at[0]}: {out[-3000:]}"
-    code, out = _refresh(crashed, source)
-    assert code == 0, out[-3000:]
-
-    for family in ("site", "tenant"):
-        bronze = [_table(spark, d, "bronze", f"{family}_events_raw") for d in (reference, crashed)]
-        key = ["source_file", "content_hash"]
-        assert bronze[1].count() == bronze[0].count() > 0, family
-        assert bronze[1].select(*key).exceptAll(bronze[0].select(*key)).count() == 0
-        silver = [_table(spark, d, "silver", f"{family}_events") for d in (reference, crashed)]
-        assert silver[1].count() == silver[0].count() > 0, family
-        assert silver[1].select("event_id").distinct().count() == silver[1].count(), "duplicate events"
-        assert silver[1].select("event_id").exceptAll(silver[0].select("event_id")).count() == 0
-    for name in ("quarantine", "duplicate_records", "writeback_audit"):
-        tables = [_table(spark, d, "silver", name) for d in (reference, crashed)]
-        assert tables[1].count() == tables[0].count(), name
-    # the file ledger: every file once, with the same verdict and row count
-    ledgers = [_table(spark, d, "bronze", "file_ledger").select("path", "status", "reason", "rows")
-               for d in (reference, crashed)]
-    assert ledgers[1].count() == ledgers[0].count() > 0
-    assert row_differences(ledgers[0], ledgers[1]) == 0
+def _gold_half_written(gold_dir: Path, marts: int):
+    """-> a test that turns true once half the marts have a Delta folder: some written, some not."""
+    return lambda: len(_delta_tables(gold_dir)) >= marts // 2
 
 
 def _delta_tables(folder: Path) -> list[str]:
     return sorted(p.parent.name for p in folder.glob("*/_delta_log")) if folder.is_dir() else []
 
 
-def test_a_refresh_killed_while_gold_builds_reruns_to_the_same_marts(spark, gold_lake, tmp_path):
-    """Killed with some marts written and others not: the re-run gives the marts a refresh of the
-    same files gave in the gold tests (row for row, but for when each row reached silver)."""
-    local_cfg = gold_lake[0]
-    gold_local = local_cfg.get("gold.schema")
-    marts = mart_tables(spark, gold_local)
-    crashed = tmp_path / "crashed"
-    gold_dir = crashed / "warehouse" / "gold.db"
-    source = local_cfg.path("paths.landing_dir")
+@pytest.fixture(scope="module")
+def uninterrupted(spark, lake_dir, tmp_path_factory):
+    """One delivery (with what real feeds hold besides clean records) and the lakehouse an
+    uninterrupted refresh makes of it, in this session: -> (delivery, reference config)."""
+    source = tmp_path_factory.mktemp("crash") / "delivery"
+    generate_activity_log(source, 600, seed=23, days=1, dirty=True)
+    reference = load_config("test", environ=variant_environ(lake_dir, REFERENCE))
+    run_refresh(spark, reference, LAYERS.split(","), source, log=lambda _m: None)
+    return source, reference
 
-    code, out = _refresh(crashed, source, layers="bronze,silver,gold",
-                         kill_when=lambda: len(_delta_tables(gold_dir)) >= len(marts) // 2)
-    assert code == -signal.SIGKILL, out[-3000:]
+
+def test_a_refresh_killed_in_each_layer_reruns_to_the_tables_of_an_uninterrupted_one(spark, tmp_path, uninterrupted):
+    """Killed after bronze's commits, its re-run while silver writes, that one's re-run with some marts
+    written and others not, then a re-run: the tables of one uninterrupted refresh, row for row (but
+    for when each row reached silver)."""
+    source, reference = uninterrupted
+    crashed = tmp_path / "crashed"
+    schema = {layer: reference.get(f"{layer}.schema") for layer in ("bronze", "silver", "gold")}
+    marts = mart_tables(spark, schema["gold"])
+    gold_dir = crashed / "warehouse" / "gold.db"
+    for where, kill in (("bronze", {"kill_at": BRONZE_KILL}), ("silver", {"kill_at": SILVER_KILL}),
+                        ("gold", {"kill_when": _gold_half_written(gold_dir, len(marts))})):
+        code, out = _refresh(crashed, source, **kill)
+        assert code == -signal.SIGKILL, f"killed in {where}: {out[-3000:]}"
     written = _delta_tables(gold_dir)
     assert 0 < len(written) < len(marts), f"killed mid-gold: {len(written)} of {len(marts)} marts written"
-    code, out = _refresh(crashed, source, layers="bronze,silver,gold")
+    code, out = _refresh(crashed, source)
     assert code == 0, out[-3000:]
 
+    def ref(layer: str, name: str):
+        return spark.table(f"{schema[layer]}.{name}")
+
+    for family in ("site", "tenant"):
+        bronze = [ref("bronze", f"{family}_events_raw"), _table(spark, crashed, "bronze", f"{family}_events_raw")]
+        key = ["source_file", "content_hash"]
+        assert bronze[1].count() == bronze[0].count() > 0, family
+        assert bronze[1].select(*key).exceptAll(bronze[0].select(*key)).count() == 0
+        silver = [ref("silver", f"{family}_events"), _table(spark, crashed, "silver", f"{family}_events")]
+        assert silver[1].count() == silver[0].count() > 0, family
+        assert silver[1].select("event_id").distinct().count() == silver[1].count(), "duplicate events"
+        assert silver[1].select("event_id").exceptAll(silver[0].select("event_id")).count() == 0
+    for name in ("quarantine", "duplicate_records", "writeback_audit"):
+        counts = [ref("silver", name).count(), _table(spark, crashed, "silver", name).count()]
+        assert counts[1] == counts[0], name
+    assert ref("silver", "quarantine").count() > 0, "the delivery's dirty records were quarantined"
+    # the file ledger: every file once, with the same verdict and row count
+    ledgers = [t.select("path", "status", "reason", "rows")
+               for t in (ref("bronze", "file_ledger"), _table(spark, crashed, "bronze", "file_ledger"))]
+    assert ledgers[1].count() == ledgers[0].count() > 0
+    assert row_differences(ledgers[0], ledgers[1]) == 0
+    # the marts
     assert _delta_tables(gold_dir) == marts
     for name in marts:
-        here = spark.table(f"{gold_local}.{name}")
-        there = _table(spark, crashed, "gold", name)
+        here, there = ref("gold", name), _table(spark, crashed, "gold", name)
         assert there.count() == here.count(), name
         assert row_differences(here, there, ignore=RUN_COLUMNS) == 0, f"{name} differs"

@@ -31,6 +31,8 @@ from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
+pytestmark = [pytest.mark.slow(minutes=12)]
+
 BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 SALT = "test-salt"
 

@@ -32,7 +32,7 @@ from pipelines.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_per
 from pipelines.refresh import run_refresh
 from tests.lake import variant_environ
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.dbt]
+pytestmark = [pytest.mark.slow(minutes=18), pytest.mark.subprocess, pytest.mark.dbt]
 SALT = "test-salt"
 BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 REFERENCE = "erase_ref"  # the reference lake's schemas: <layer>_erase_ref

@@ -21,7 +21,7 @@ from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
 from tests.lake import KEYED, row_differences, variant_environ
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow(minutes=12)]
 QUIET = {"log": lambda _m: None}
 
 

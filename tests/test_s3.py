@@ -81,7 +81,7 @@ def _table_logs(client, prefix: str) -> dict[str, list[str]]:
     return {table: sorted(commits) for table, commits in logs.items()}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=10)
 @pytest.mark.subprocess
 def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
     generated = tmp_path / "generated"
