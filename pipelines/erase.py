@@ -38,8 +38,10 @@ import hashlib
 import json
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -62,6 +64,7 @@ from pipelines.tables import Tables, tables
 TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+VACUUM_THREADS = 4
 
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
@@ -151,21 +154,24 @@ def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
             if not spark.catalog.tableExists(t.silver_events(family)):
                 continue
             frame = spark.table(t.silver_events(family))
+            found_in = []  # per group: the values of its rows holding a key (one job for them all)
             for group in _groups_present(frame, family):
                 key_cols = group.get(PERSON_KEY, ()) + group.get(EMAIL, ())
                 hit = F.lit(False)
                 for c in key_cols:
                     hit = hit | F.lower(F.col(c)).isin(*person.keys)
-                values = frame.where(hit).select(F.array_distinct(F.array(*[
-                    _on_its_events(family, c, role) for role, cols in group.items() for c in cols])).alias("v")
-                ).select(F.explode("v").alias("v")).where(F.col("v").isNotNull()).distinct().collect()
-                for r in values:
-                    found = True
-                    text = r["v"].strip()
-                    if re.fullmatch(UUID_PATTERN, text) or "@" in text:
-                        person.keys.add(text.lower())
-                    elif text:
-                        person.names.add(text)
+                found_in.append(frame.where(hit).select(F.explode(F.array(*[
+                    _on_its_events(family, c, role) for role, cols in group.items() for c in cols])).alias("v")))
+            if not found_in:
+                continue
+            values = reduce(DataFrame.unionAll, found_in).where(F.col("v").isNotNull()).distinct().collect()
+            for r in values:
+                found = True
+                text = r["v"].strip()
+                if re.fullmatch(UUID_PATTERN, text) or "@" in text:
+                    person.keys.add(text.lower())
+                elif text:
+                    person.names.add(text)
         if (len(person.keys), len(person.names)) == before:
             break
     if spark.catalog.tableExists(t.writeback_audit):  # Write-Back knows a user by name (often the e-mail)
@@ -223,15 +229,32 @@ def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
     return [name for name in out if name != t.erasures]
 
 
+def _pattern(person: Person) -> str:
+    """One Java regular expression that finds what ``pseudonymise`` replaces: a key anywhere (any
+    case), a name as the whole value or as a JSON string."""
+    keys = [_java_regex(v) for v in person.identifiers() if v.lower() in person.keys]
+    names = [_java_regex(v) for v in person.identifiers() if v.lower() not in person.keys]
+    parts = [f"(?i:{'|'.join(keys)})"] if keys else []
+    if names:
+        parts += [f"(?iu:^(?:{'|'.join(names)})$)", f'(?i:"(?:{"|".join(names)})")']
+    return "|".join(parts)
+
+
 def _holding(frame: DataFrame, person: Person, tokens: dict[str, str]) -> tuple[Column, dict[str, Column]] | None:
-    """(rows holding an identifier, column -> its rewrite) for ``frame``; None: no text column."""
+    """(rows holding an identifier, column -> its rewrite) for ``frame``; None: no text column.
+    A row holds one when a text column matches the person's pattern: one regular expression per
+    column, not the rewrite's chain compared with the value (a wide table's plan stays small)."""
     rewrites = _rewrites(frame, person, tokens)
     if not rewrites:
         return None
-    changed = F.lit(False)
-    for name, value in rewrites.items():
-        changed = changed | ~F.col(f"`{name}`").eqNullSafe(value)
-    return changed, rewrites
+    pattern = _pattern(person)
+    types = {f.name: f.dataType for f in frame.schema.fields}
+    hit = F.lit(False)
+    for name in rewrites:
+        col = F.col(f"`{name}`")
+        hit = hit | (col.rlike(pattern) if isinstance(types[name], StringType)
+                     else F.exists(col, lambda x: x.rlike(pattern)))
+    return F.coalesce(hit, F.lit(False)), rewrites
 
 
 def count_holding(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
@@ -260,12 +283,19 @@ def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: 
 # ---- 3. vacuum -------------------------------------------------------------------------------
 
 
-def vacuum(spark: SparkSession, table: str, retain_hours: int) -> None:
-    """``VACUUM`` with a retention under Delta's 7-day check, the check off for this call only."""
+def vacuum(spark: SparkSession, names: list[str], retain_hours: int, log=print) -> None:
+    """``VACUUM`` each table with a retention under Delta's 7-day check, the check off meanwhile.
+    A few at once: each is mostly a listing and small jobs, which leave the cores idle."""
     before = spark.conf.get(RETENTION_CHECK, "true")
     spark.conf.set(RETENTION_CHECK, "false")
+
+    def one(table: str) -> None:
+        spark.sql(f"VACUUM {table} RETAIN {int(retain_hours)} HOURS").collect()
+        log(f"erase: {table}: vacuumed")
+
     try:
-        spark.sql(f"VACUUM {table} RETAIN {int(retain_hours)} HOURS")
+        with ThreadPoolExecutor(max_workers=VACUUM_THREADS) as pool:
+            list(pool.map(one, names))
     finally:
         spark.conf.set(RETENTION_CHECK, before)
 
@@ -472,10 +502,8 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
     copies = refresh_analyst_copies(spark, cfg, report, log)
     log(f"erase: vacuuming {len(report.tables_vacuumed)} tables and {len(copies)} analyst copies "
         f"(retain {report.vacuum_retain_hours} h)")
-    for table in report.tables_vacuumed + copies:
-        if table in copies or spark.catalog.tableExists(table):
-            vacuum(spark, table, report.vacuum_retain_hours)
-            log(f"erase: {table}: vacuumed")
+    vacuum(spark, [t for t in report.tables_vacuumed if spark.catalog.tableExists(t)] + copies,
+           report.vacuum_retain_hours, log)
     move_silver_past(spark, cfg, pending.erasure_id)
     if pending.gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
         gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))

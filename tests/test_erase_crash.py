@@ -4,9 +4,10 @@ uninterrupted erasure gives, no clear value anywhere (tables, the versions befor
 results and Data Docs) and reconciliation balanced.
 
 One small lake is built twice from one delivery: a reference in this session (erased here,
-uninterrupted) and the lake the killed processes work on (a metastore of its own). To keep CI time
-down, one erasure is killed at each step in turn (every re-run but the last is killed at the next
-step), so four kills and five processes make one erasure; the tables it rewrote are compared.
+uninterrupted) and the lake the killed processes work on (a metastore of its own; the first of
+them builds it, then begins the erasure). To keep CI time down, one erasure is killed at each step
+in turn (every re-run but the last is killed at the next step), so four kills and five processes
+make one erasure; the tables it rewrote are compared.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ KILLS = [
     ("erase --user {user}", lambda line: line.endswith(": vacuumed"), 0.3),
 ]
 KILL_POINTS = ["after bronze", "after silver", "during gold", "during the vacuum"]
-FINISH = "refresh --layers bronze,silver,gold --source {source}"
+BUILD = FINISH = "refresh --layers bronze,silver,gold --source {source}"
 
 
 def _environ(data_dir: Path, export: Path) -> dict[str, str]:
@@ -121,10 +122,9 @@ def lakes(spark, lake_dir, tmp_path_factory):
     reference = load_config("test", environ=environ)
     run_refresh(spark, reference, ["bronze", "silver", "gold"], source, log=lambda _m: None)
 
+    # built by the first killed process, before its erasure (one process start fewer)
     crashed = {"dir": root / "crashed", "source": source}
     crashed["environ"] = _environ(crashed["dir"], export)
-    code, out = _run(crashed, f"refresh --layers bronze,silver,gold --source {source}")
-    assert code == 0, out[-3000:]
     return reference, crashed, people
 
 
@@ -146,10 +146,17 @@ def _holding(frame, values: list[str]):
     return frame.where(hit)
 
 
-def _versions(spark, folders: dict[str, Path]) -> dict[str, int]:
+def _versions_before_erasure(spark, folders: dict[str, Path]) -> dict[str, int]:
+    """table -> its version before the erasure's first commit (an UPDATE: a refresh makes none)."""
     from delta.tables import DeltaTable
 
-    return {name: DeltaTable.forPath(spark, str(path)).history(1).first()["version"] for name, path in folders.items()}
+    out = {}
+    for name, path in folders.items():
+        first = DeltaTable.forPath(spark, str(path)).history().where("operation = 'UPDATE'").agg(F.min("version"))
+        version = first.first()[0]
+        if version is not None:
+            out[name] = version - 1
+    return out
 
 
 def _differences(left, right) -> int:
@@ -168,12 +175,13 @@ def test_an_erasure_killed_at_each_step_reruns_to_the_tables_of_an_uninterrupted
     user = people[0]
     keys = sorted(resolve_person(spark, reference, user).keys)
     warehouse, pending = crashed["dir"] / "warehouse", crashed["dir"] / "checkpoints" / PENDING_DIR
-    before = _versions(spark, _delta_tables(warehouse))
 
     expected = erase_person(spark, reference, user, SALT, requested_by="ref", log=lambda _m: None)
 
     for (command, kill_when, delay), where in zip(KILLS, KILL_POINTS, strict=True):
-        code, out = _run(crashed, command.format(user=user), kill_when=kill_when, delay=delay)
+        # the first process refreshes the lake from the delivery, then begins the erasure
+        first = [BUILD.format(source=crashed["source"])] if command == KILLS[0][0] else []
+        code, out = _run(crashed, *first, command.format(user=user), kill_when=kill_when, delay=delay)
         assert code == -signal.SIGKILL, f"{where}: {out[-3000:]}"
         assert pending.is_dir(), f"killed {where}: the erasure is pending"
         if command != KILLS[0][0]:
@@ -186,6 +194,7 @@ def test_an_erasure_killed_at_each_step_reruns_to_the_tables_of_an_uninterrupted
 
     # the same tables: the same rows rewritten, the same contents
     folders = _delta_tables(warehouse)
+    before = _versions_before_erasure(spark, folders)
     records = spark.read.format("delta").load(str(folders["ops.erasures"])).collect()
     assert len(records) == 1
     record = records[0].asDict()
