@@ -1,8 +1,25 @@
-"""Small Delta Lake helpers the layers share: create a table once, read its commit history."""
+"""Small Delta Lake helpers the layers share: create a table once, read its commit history, work
+on several small tables at once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
 from pyspark.sql import SparkSession
+
+# Small tables' jobs (a copy, a vacuum) are mostly the driver's planning, listing and commits, with the
+# cores idle between short tasks: a few at once on one session fill them.
+TABLES_AT_ONCE = 4
+
+
+def for_each_table(work: Callable[[str], object], names: Iterable[str]) -> None:
+    """``work(name)`` for each name, ``TABLES_AT_ONCE`` at a time (Spark runs jobs from several
+    threads); the first error is raised once all have ended."""
+    with ThreadPoolExecutor(max_workers=TABLES_AT_ONCE) as pool:
+        futures = [pool.submit(work, name) for name in names]
+    for future in futures:
+        future.result()
 
 
 def ensure_schema(spark: SparkSession, schema: str) -> None:

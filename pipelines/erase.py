@@ -38,7 +38,6 @@ import hashlib
 import json
 import re
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
@@ -55,7 +54,7 @@ from pipelines.activity_log.silver.promote import last_promoted
 from pipelines.analyst.publish import publish_analyst_tables
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import LAYER_SCHEMAS, Config
-from pipelines.delta_util import create_table_if_missing, table_names, table_version
+from pipelines.delta_util import create_table_if_missing, for_each_table, table_names, table_version
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
 from pipelines.sql import UUID_PATTERN
@@ -64,7 +63,6 @@ from pipelines.tables import Tables, tables
 TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-VACUUM_THREADS = 4
 
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
@@ -284,8 +282,8 @@ def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: 
 
 
 def vacuum(spark: SparkSession, names: list[str], retain_hours: int, log=print) -> None:
-    """``VACUUM`` each table with a retention under Delta's 7-day check, the check off meanwhile.
-    A few at once: each is mostly a listing and small jobs, which leave the cores idle."""
+    """``VACUUM`` each table (a few at once) with a retention under Delta's 7-day check, the check
+    off meanwhile."""
     before = spark.conf.get(RETENTION_CHECK, "true")
     spark.conf.set(RETENTION_CHECK, "false")
 
@@ -294,8 +292,7 @@ def vacuum(spark: SparkSession, names: list[str], retain_hours: int, log=print) 
         log(f"erase: {table}: vacuumed")
 
     try:
-        with ThreadPoolExecutor(max_workers=VACUUM_THREADS) as pool:
-            list(pool.map(one, names))
+        for_each_table(one, names)
     finally:
         spark.conf.set(RETENTION_CHECK, before)
 

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipelines import storage
 from pipelines.config import Config, secret
-from pipelines.delta_util import table_version
+from pipelines.delta_util import for_each_table, table_version
 from pipelines.gold.compact import mart_tables
 from pipelines.gold.staging import DBT_DIR
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
@@ -138,17 +138,18 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     key = pseudonym_key(cfg)
     # a new key (rotation) changes every pseudonym: every table is copied again
     force = force or catalog_before.get("key_id") != key_id(key)
-    copied, entries = [], {}
+    todo, entries = {}, {}  # todo: mart -> (its copy's location, its docs)
     for name in marts:
         version = table_version(spark, t.gold(name))
         doc = docs.get(name, MartDoc("", {}, {}))
         target = storage.join(tables_location(cfg), name)
         if force or (before.get(name) or {}).get("source_version") != version or not storage.is_dir(spark, target):
-            _copy_mart(spark, t.gold(name), target, doc, key)
-            copied.append(name)
+            todo[name] = (target, doc)
         entries[name] = {"source_version": version, "description": doc.description,
                          "columns": {c: d for c, d in doc.columns.items() if d},
                          "masked": sorted(masked_columns(doc))}
+    for_each_table(lambda name: _copy_mart(spark, t.gold(name), *todo[name], key), todo)
+    copied = list(todo)
     for gone in sorted(set(before) - set(marts)):
         storage.delete(spark, storage.join(tables_location(cfg), gone))
     catalog = {"schema": cfg.get("analyst.schema"), "key_id": key_id(key), "marts": entries}
