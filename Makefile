@@ -25,7 +25,7 @@ demo: setup
 	@$(BIN)/auditlake --env demo demo
 
 test: setup pg-deps ldap-deps clients lint-sql
-	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
 test-fast: $(STAMP)

@@ -243,7 +243,7 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
         results = replay_quarantine(spark, cfg, new_run_id(), log=log)
         for r in results:
             if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
-                ensure_event_views(spark, tables(cfg), r.family, log=log)
+                ensure_event_views(spark, cfg, r.family, log=log)
     total = sum(r.replayed for r in results)
     log(f"replay-quarantine: {total} rows replayed" if total else
         "replay-quarantine: no quarantined row is of an event type the registry knows")

@@ -161,6 +161,7 @@ RULES: dict[str, Rule] = {
     "bronze.listing.lookback_days": _whole(0),
     "bronze.listing.full_every_runs": _whole(1),
     "silver.schema": _SCHEMA,
+    "silver.event_views": Rule((bool,)),
     "silver.stats_columns": _list_of(*_IDENTIFIER),
     "snapshots.keys": _MAPPING,
     "snapshots.keys.*": _list_of(*_IDENTIFIER),

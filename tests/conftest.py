@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,32 @@ def pytest_xdist_make_scheduler(config, log):
             super()._reschedule(node)
 
     return GroupScheduling(config, log)
+
+
+# A line per long test phase as it ends, with the time since the run began: CI stops a run that
+# overruns, and then its log still says where the time went (and, the stop turned into an interrupt,
+# pytest prints its summary and the slowest durations so far).
+LONG_PHASE_SECONDS = 60
+_STARTED = time.monotonic()
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt("stopped (SIGTERM)")
+
+
+def pytest_configure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller (or a run without workers)
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_runtest_logreport(report):
+    if report.duration < LONG_PHASE_SECONDS or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    minutes, seconds = divmod(int(time.monotonic() - _STARTED), 60)
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    where = f"{worker.id} " if worker else ""
+    print(f"\n[{minutes:02d}:{seconds:02d}] {where}{report.nodeid} ({report.when}): {report.outcome} in "
+          f"{report.duration:.0f} s", flush=True)
 
 
 def _minutes(item) -> float:
@@ -140,6 +168,7 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     request.addfinalizer(lambda: shutil.rmtree(analyst_dir, ignore_errors=True))
     environ["AUDITLAKE__ANALYST__DIR"] = str(analyst_dir)
     environ["AUDITLAKE__GOLD__DATA_TESTS"] = "true"  # the gold tests check dbt's data tests
+    environ["AUDITLAKE__SILVER__EVENT_VIEWS"] = "true"  # and read silver's event views
     cfg = load_config("test", environ=environ)
     generated = tmp_path_factory.mktemp("gold_generated")
     generate_activity_log(generated, 2500, seed=11, days=2)

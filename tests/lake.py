@@ -29,11 +29,23 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
     return moved
 
 
-# differs by run, not by data: when the row reached silver
+# differs by run, not by data: when the row reached silver (the marts)
 RUN_COLUMNS = ("silver_ingest_ts",)
+# differ by run in any layer's tables: when and by which run a row was written
+WRITE_COLUMNS = ("bronze_id", "ingest_ts", "run_id", "recorded_at", "bronze_run_id", "bronze_ingest_ts",
+                 "silver_run_id", "silver_ingest_ts", "processed_at", "validated_at")
 
 
 def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
-    """Rows of either frame missing from the other (a multiset difference, both ways)."""
-    left, right = left.drop(*ignore), right.drop(*ignore)
+    """Rows of either frame missing from the other (a multiset difference, both ways; maps compared
+    as their sorted entries: set operations refuse map columns)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
+
+    def comparable(frame):
+        frame = frame.drop(*ignore)
+        return frame.withColumns({f.name: F.array_sort(F.map_entries(f"`{f.name}`")) for f in frame.schema.fields
+                                  if isinstance(f.dataType, MapType)})
+
+    left, right = comparable(left), comparable(right)
     return left.exceptAll(right).count() + right.exceptAll(left).count()

@@ -1,6 +1,8 @@
 """The cluster profile: a real Spark standalone master and two workers on loopback (started by
-`auditlake cluster start`) run a full refresh of every layer, with the tables and checkpoints
-at file: URIs (the code path object storage takes), and give the same gold marts as local mode."""
+`auditlake cluster start`) run a refresh of bronze and silver, with the tables and checkpoints at
+file: URIs (the code path object storage takes), and give the same silver tables as local mode.
+(Gold is dbt's SQL on the same session: what the cluster changes is where bronze's and silver's
+Python-side typing and writes run, so the marts are not built again here: CI time, issue 30.)"""
 
 from __future__ import annotations
 
@@ -13,11 +15,10 @@ import pytest
 
 from devtools.pg_server import free_port
 from pipelines.config import load_config, variant_environ
-from pipelines.gold.compact import mart_tables
 from pipelines.standalone import Standalone
-from tests.lake import RUN_COLUMNS, row_differences
+from tests.lake import WRITE_COLUMNS, row_differences
 
-pytestmark = [pytest.mark.slow(minutes=8), pytest.mark.subprocess]
+pytestmark = [pytest.mark.slow(minutes=5), pytest.mark.subprocess]
 PROJECT = Path(__file__).resolve().parents[1]
 
 
@@ -30,7 +31,6 @@ def cluster_environ(lake_dir, gold_lake):
         AUDITLAKE__CLUSTER__PORT=str(port),
         AUDITLAKE__CLUSTER__WEBUI_PORT=str(webui),
         AUDITLAKE__SPARK__MASTER=f"spark://127.0.0.1:{port}",
-        AUDITLAKE__GOLD__DATA_TESTS="false",  # the marts only: the gold tests run dbt's data tests
         # URIs, not paths: Spark and the lakehouse go through Hadoop's FileSystem, as for s3a://
         AUDITLAKE__PATHS__WAREHOUSE_DIR=(root / "warehouse").as_uri(),
         AUDITLAKE__PATHS__CHECKPOINT_DIR=(root / "checkpoints").as_uri(),
@@ -46,15 +46,15 @@ def cluster_environ(lake_dir, gold_lake):
         cluster.stop(log=lambda _m: None)
 
 
-def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark, gold_lake, cluster_environ):
+def test_refresh_on_a_standalone_cluster_gives_the_local_silver_tables(spark, gold_lake, cluster_environ):
     environ, cluster = cluster_environ
     local_cfg = gold_lake[0]
     run = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "--env", "cluster", "refresh"],
+        [sys.executable, "-m", "pipelines.cli", "--env", "cluster", "refresh", "--layers", "bronze,silver"],
         cwd=PROJECT, env=environ, capture_output=True, text=True, timeout=2400,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "gold:" in run.stdout
+    assert "silver:" in run.stdout
 
     # the work ran on the cluster: the master saw the application, with executors on its workers
     apps = [a for a in (cluster.state() or {}).get("completedapps", []) if a["name"] == "auditlake"]
@@ -62,26 +62,24 @@ def test_full_refresh_on_a_standalone_cluster_gives_the_local_gold_tables(spark,
     executor_logs = list((cluster.root).glob("worker-*/app-*/*/stderr"))
     assert len({p.parts[-4] for p in executor_logs}) == 2, "both workers ran executors"
 
-    # same marts, same rows (except when each row reached silver)
+    # same tables, same rows (except when and by which run each row was written, and the file's
+    # name: a URI here)
     cluster_cfg = load_config("cluster", environ=environ)
     assert cluster_cfg.warehouse_dir.startswith("file:")
-    gold_local, gold_cluster = local_cfg.get("gold.schema"), cluster_cfg.get("gold.schema")
-    names = mart_tables(spark, gold_local)
-    assert "fct_logins" in names and "dim_users" in names
-    for name in names:
-        location = f"{cluster_cfg.warehouse_dir}/{gold_cluster}.db/{name}"
-        there = spark.read.format("delta").load(location)
-        here = spark.table(f"{gold_local}.{name}")
+    silver_local, silver_cluster = local_cfg.get("silver.schema"), cluster_cfg.get("silver.schema")
+    ignore = (*WRITE_COLUMNS, "source_file")
+    for name in ("site_events", "tenant_events", "quarantine", "duplicate_records", "writeback_audit"):
+        there = spark.read.format("delta").load(f"{cluster_cfg.warehouse_dir}/{silver_cluster}.db/{name}")
+        here = spark.table(f"{silver_local}.{name}")
         assert sorted(there.columns) == sorted(here.columns), name
         assert there.count() == here.count(), name
-        assert row_differences(here, there, ignore=RUN_COLUMNS) == 0, f"{name} differs"
+        assert row_differences(here, there, ignore=ignore) == 0, f"{name} differs"
 
-    # and the run log in the cluster's ops table: every layer succeeded
+    # and the run log in the cluster's ops table: both layers succeeded
     ops = f"{cluster_cfg.warehouse_dir}/{cluster_cfg.get('ops.schema')}.db"
     runs = spark.read.format("delta").load(f"{ops}/refresh_runs")
-    assert sorted((r["layer"], r["status"]) for r in runs.collect()) == [
-        ("bronze", "succeeded"), ("gold", "succeeded"), ("silver", "succeeded")
-    ]
+    layers = sorted((r["layer"], r["status"]) for r in runs.collect())
+    assert layers == [("bronze", "succeeded"), ("silver", "succeeded")]
 
 
 def test_cluster_start_refuses_a_second_start_and_stop_ends_every_daemon(tmp_path):

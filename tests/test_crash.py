@@ -1,10 +1,24 @@
-"""Crash safety: real `auditlake refresh` processes killed with SIGKILL mid-run, then simply run
-again, end with exactly the tables an uninterrupted run gives (no duplicate, no lost event, the
-same marts)."""
+"""Crash safety: real `auditlake` processes killed with SIGKILL mid-run, then simply run again, end
+with exactly the tables an uninterrupted run gives.
+
+One delivery (with what real feeds hold besides clean records, and a Write-Back export naming one
+person) makes two lakes: a reference in this session, refreshed and then erased without a break,
+and the lake the killed processes work on (a metastore of its own). To keep CI time down, each
+kill starts from the state the kill before left, so one chain of seven processes covers both:
+- the refresh: killed after bronze's commits, its re-run while silver writes, that one's re-run
+  with some marts written and others not, then a re-run that finishes (compared: every table);
+- the erasure of that person: killed while it rewrites gold, its re-run during the vacuum, then
+  a refresh that finishes it (compared: the tables it rewrote; no clear value anywhere: tables,
+  the versions before, change data, GX results and Data Docs; reconciliation balanced).
+"""
 
 from __future__ import annotations
 
+import collections
+import gzip
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,41 +27,65 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
+from pipelines.delta_util import table_version
+from pipelines.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person
 from pipelines.gold.compact import mart_tables
 from pipelines.refresh import run_refresh
-from tests.lake import RUN_COLUMNS, row_differences, variant_environ
+from tests.lake import RUN_COLUMNS, WRITE_COLUMNS, row_differences, variant_environ
 
-pytestmark = [pytest.mark.slow(minutes=15), pytest.mark.subprocess, pytest.mark.dbt]
+pytestmark = [pytest.mark.slow(minutes=22), pytest.mark.subprocess, pytest.mark.dbt]
 LAYERS = "bronze,silver,gold"
-REFERENCE = "crash_ref"  # the uninterrupted refresh's schemas: <layer>_crash_ref, in this session
-# One refresh killed at the first point, its re-run killed at the second (starting from the state the
-# first kill left), that one's re-run at the third, then a re-run that finishes. Each point: a stdout
-# line and the seconds to wait after it, or (gold) a test on the gold folder, polled.
-BRONZE_KILL = ("bronze: tenant: committed", 0.0)  # after bronze's commits, before the ledger's
-SILVER_KILL = ("silver: site: writing", 0.3)  # while silver writes its four tables
+REFERENCE = "crash_ref"  # the uninterrupted runs' schemas: <layer>_crash_ref, in this session
+SALT = "test-salt"
+BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]+")
+REFRESH = f"refresh --layers {LAYERS} --source {{source}}"
+# the analysts' masked copies are the gold and erasure tests' (test_analyst_tables, test_erase): both lakes
+# here go without them (45 s a gold build)
+NO_ANALYST_COPIES = {"AUDITLAKE__ANALYST__ENABLED": "false"}
 
 
-def _environ(data_dir: Path) -> dict[str, str]:
+def _line(prefix: str, delay: float = 0.0):
+    """A kill point: the first stdout line starting with ``prefix``, then ``delay`` seconds."""
+    return (lambda line: line.startswith(prefix)), delay
+
+
+def _first_gold_rewrite(line: str) -> bool:
+    return line.startswith("erase: gold.") and " 0 rows pseudonymised" not in line
+
+
+# The refresh's kill points (a stdout line and the seconds to wait after it; gold's is polled, below)
+BRONZE_KILL = _line("bronze: tenant: committed")  # after bronze's commits, before the ledger's
+SILVER_KILL = _line("silver: site: writing", 0.3)  # while silver writes its four tables
+# The erasure's: a run killed while it rewrites gold, its re-run during the vacuum
+ERASE_KILLS = [
+    ("erase --user {user} --requested-by ref", (_first_gold_rewrite, 0.0), "during gold"),
+    ("erase --user {user}", ((lambda line: line.endswith(": vacuumed")), 0.3), "during the vacuum"),
+]
+
+
+def _environ(data_dir: Path, export: Path) -> dict[str, str]:
     environ = dict(os.environ)
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
     environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
+    environ["AUDITLAKE_ERASE_SALT"] = SALT
+    environ.update(NO_ANALYST_COPIES)
     return environ
 
 
-def _refresh(
-    data_dir: Path, source: Path, kill_at: tuple[str, float] | None = None, layers: str = LAYERS, kill_when=None
-) -> tuple[int, str]:
-    """Run a refresh in its own process; SIGKILL it ``kill_at`` (a stdout line, then a delay) or
-    as soon as ``kill_when()`` turns true (polled)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "--env", "test", "refresh", "--layers", layers,
-         "--source", str(source)],
-        env=_environ(data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+def _run(environ: dict, *commands: str, kill_at=None, kill_when=None) -> tuple[int, str]:
+    """The `auditlake` commands, one after the other in one process (one Spark start); SIGKILL it
+    ``kill_at`` (a test on a stdout line, then a delay) or as soon as ``kill_when()`` turns true (polled)."""
+    argv = [["--env", "test", *c.split()] for c in commands]
+    code = f"import sys; from pipelines.cli import main; sys.exit(next((rc for a in {argv!r} if (rc := main(a))), 0))"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=environ, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     killed = threading.Event()
 
@@ -66,7 +104,7 @@ def _refresh(
         threading.Thread(target=watch, daemon=True).start()
     for line in proc.stdout:
         lines.append(line)
-        if kill_at and kill_at[0] in line and not killed.is_set():
+        if kill_at and not killed.is_set() and kill_at[0](line.rstrip("\n")):
             time.sleep(kill_at[1])
             kill()
     proc.wait(timeout=1800)
@@ -75,72 +113,172 @@ def _refresh(
     return proc.returncode, "".join(lines)
 
 
-def _table(spark, data_dir: Path, schema: str, name: str):
-    return spark.read.format("delta").load(str(data_dir / "warehouse" / f"{schema}.db" / name))
-
-
-def _gold_half_written(gold_dir: Path, marts: int):
-    """-> a test that turns true once half the marts have a Delta folder: some written, some not."""
-    return lambda: len(_delta_tables(gold_dir)) >= marts // 2
+def _people(delivery: Path, wanted: int) -> list[str]:
+    """E-mail addresses found in both families' files, most frequent first."""
+    seen: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for path in sorted(delivery.rglob("*.json*")):
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        for email in EMAIL.findall(data.decode("utf-8", "replace")):
+            seen[path.relative_to(delivery).parts[0]][email.lower()] += 1
+    both = sorted((-(seen["site"][e] + seen["tenant"][e]), e) for e in seen["site"] if e in seen["tenant"])
+    assert len(both) >= wanted, both
+    return [e for _n, e in both[:wanted]]
 
 
 def _delta_tables(folder: Path) -> list[str]:
     return sorted(p.parent.name for p in folder.glob("*/_delta_log")) if folder.is_dir() else []
 
 
+def _warehouse_tables(warehouse: Path) -> dict[str, Path]:
+    """'<schema>.<table>' -> its folder, for every Delta table of a warehouse."""
+    return {f"{p.parent.parent.name.removesuffix('.db')}.{p.parent.name}": p.parent
+            for p in sorted(warehouse.glob("*.db/*/_delta_log"))}
+
+
 @pytest.fixture(scope="module")
-def uninterrupted(spark, lake_dir, tmp_path_factory):
-    """One delivery (with what real feeds hold besides clean records) and the lakehouse an
-    uninterrupted refresh makes of it, in this session: -> (delivery, reference config)."""
-    source = tmp_path_factory.mktemp("crash") / "delivery"
+def lakes(spark, lake_dir, tmp_path_factory):
+    """The delivery, the person to erase, the reference lake (refreshed in this session, not yet
+    erased) and the crashed lake's environment (built by the first killed process)."""
+    root = tmp_path_factory.mktemp("crash")
+    source = root / "delivery"
     generate_activity_log(source, 600, seed=23, days=1, dirty=True)
-    reference = load_config("test", environ=variant_environ(lake_dir, REFERENCE))
+    person = _people(source, 1)[0]
+    # Write-Back knows users by name: the person made the bundled sample's changes
+    export = root / "historical_audit.ndjson"
+    lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
+    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person)) for ln in lines) + "\n",
+                      encoding="utf-8")
+    environ = variant_environ(lake_dir, REFERENCE)
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
+    environ.update(NO_ANALYST_COPIES)
+    reference = load_config("test", environ=environ)
     run_refresh(spark, reference, LAYERS.split(","), source, log=lambda _m: None)
-    return source, reference
+    crashed = root / "crashed"
+    return {"source": source, "person": person, "reference": reference, "dir": crashed,
+            "environ": _environ(crashed, export)}
 
 
-def test_a_refresh_killed_in_each_layer_reruns_to_the_tables_of_an_uninterrupted_one(spark, tmp_path, uninterrupted):
-    """Killed after bronze's commits, its re-run while silver writes, that one's re-run with some marts
-    written and others not, then a re-run: the tables of one uninterrupted refresh, row for row (but
-    for when each row reached silver)."""
-    source, reference = uninterrupted
-    crashed = tmp_path / "crashed"
-    schema = {layer: reference.get(f"{layer}.schema") for layer in ("bronze", "silver", "gold")}
-    marts = mart_tables(spark, schema["gold"])
+@pytest.fixture(scope="module")
+def refreshed(spark, lakes):
+    """The refresh's chain on the crashed lake: killed in bronze, in silver, in gold, then a re-run."""
+    reference, crashed = lakes["reference"], lakes["dir"]
+    marts = mart_tables(spark, reference.get("gold.schema"))
     gold_dir = crashed / "warehouse" / "gold.db"
+    refresh = REFRESH.format(source=lakes["source"])
     for where, kill in (("bronze", {"kill_at": BRONZE_KILL}), ("silver", {"kill_at": SILVER_KILL}),
-                        ("gold", {"kill_when": _gold_half_written(gold_dir, len(marts))})):
-        code, out = _refresh(crashed, source, **kill)
+                        ("gold", {"kill_when": lambda: len(_delta_tables(gold_dir)) >= len(marts) // 2})):
+        code, out = _run(lakes["environ"], refresh, **kill)
         assert code == -signal.SIGKILL, f"killed in {where}: {out[-3000:]}"
     written = _delta_tables(gold_dir)
     assert 0 < len(written) < len(marts), f"killed mid-gold: {len(written)} of {len(marts)} marts written"
-    code, out = _refresh(crashed, source)
+    code, out = _run(lakes["environ"], refresh)
     assert code == 0, out[-3000:]
+    return marts
+
+
+def test_a_refresh_killed_in_each_layer_reruns_to_the_tables_of_an_uninterrupted_one(spark, lakes, refreshed):
+    """Killed after bronze's commits, its re-run while silver writes, that one's re-run with some marts
+    written and others not, then a re-run: the tables of one uninterrupted refresh, row for row (but
+    for when each row reached silver)."""
+    reference, crashed, marts = lakes["reference"], lakes["dir"], refreshed
+    schema = {layer: reference.get(f"{layer}.schema") for layer in ("bronze", "silver", "gold")}
 
     def ref(layer: str, name: str):
         return spark.table(f"{schema[layer]}.{name}")
 
+    def table(layer: str, name: str):
+        return spark.read.format("delta").load(str(crashed / "warehouse" / f"{layer}.db" / name))
+
     for family in ("site", "tenant"):
-        bronze = [ref("bronze", f"{family}_events_raw"), _table(spark, crashed, "bronze", f"{family}_events_raw")]
+        bronze = [ref("bronze", f"{family}_events_raw"), table("bronze", f"{family}_events_raw")]
         key = ["source_file", "content_hash"]
         assert bronze[1].count() == bronze[0].count() > 0, family
         assert bronze[1].select(*key).exceptAll(bronze[0].select(*key)).count() == 0
-        silver = [ref("silver", f"{family}_events"), _table(spark, crashed, "silver", f"{family}_events")]
+        silver = [ref("silver", f"{family}_events"), table("silver", f"{family}_events")]
         assert silver[1].count() == silver[0].count() > 0, family
         assert silver[1].select("event_id").distinct().count() == silver[1].count(), "duplicate events"
         assert silver[1].select("event_id").exceptAll(silver[0].select("event_id")).count() == 0
     for name in ("quarantine", "duplicate_records", "writeback_audit"):
-        counts = [ref("silver", name).count(), _table(spark, crashed, "silver", name).count()]
+        counts = [ref("silver", name).count(), table("silver", name).count()]
         assert counts[1] == counts[0], name
     assert ref("silver", "quarantine").count() > 0, "the delivery's dirty records were quarantined"
     # the file ledger: every file once, with the same verdict and row count
-    ledgers = [t.select("path", "status", "reason", "rows")
-               for t in (ref("bronze", "file_ledger"), _table(spark, crashed, "bronze", "file_ledger"))]
+    ledgers = [t.select("path", "status", "reason", "rows") for t in (ref("bronze", "file_ledger"),
+                                                                      table("bronze", "file_ledger"))]
     assert ledgers[1].count() == ledgers[0].count() > 0
     assert row_differences(ledgers[0], ledgers[1]) == 0
     # the marts
-    assert _delta_tables(gold_dir) == marts
+    assert _delta_tables(crashed / "warehouse" / "gold.db") == marts
     for name in marts:
-        here, there = ref("gold", name), _table(spark, crashed, "gold", name)
+        here, there = ref("gold", name), table("gold", name)
         assert there.count() == here.count(), name
         assert row_differences(here, there, ignore=RUN_COLUMNS) == 0, f"{name} differs"
+
+
+def _holding(frame, values: list[str]):
+    text = F.lower(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns])))
+    hit = F.lit(False)
+    for v in values:
+        hit = hit | text.contains(v.lower())
+    return frame.where(hit)
+
+
+def _crashed_name(reference_name: str) -> str:
+    return reference_name.replace(f"_{REFERENCE}.", ".", 1)
+
+
+def test_an_erasure_killed_in_gold_and_in_the_vacuum_reruns_to_the_tables_of_an_uninterrupted_one(
+        spark, lakes, refreshed):
+    reference, crashed, user = lakes["reference"], lakes["dir"], lakes["person"]
+    warehouse, pending = crashed / "warehouse", crashed / "checkpoints" / PENDING_DIR
+    before = {name: table_version(spark, f"delta.`{path}`")  # the versions in clear
+              for name, path in _warehouse_tables(warehouse).items()}
+    keys = sorted(resolve_person(spark, reference, user).keys)
+    expected = erase_person(spark, reference, user, SALT, requested_by="ref", log=lambda _m: None)
+
+    for command, kill_at, where in ERASE_KILLS:
+        code, out = _run(lakes["environ"], command.format(user=user), kill_at=kill_at)
+        assert code == -signal.SIGKILL, f"{where}: {out[-3000:]}"
+        assert pending.is_dir(), f"killed {where}: the erasure is pending"
+        if command != ERASE_KILLS[0][0]:
+            assert "erase: finishing the pending erasure" in out, out[-3000:]
+    code, out = _run(lakes["environ"], REFRESH.format(source=lakes["source"]), "reconcile")
+    assert code == 0, out[-3000:]  # reconcile's exit code too: every figure balances
+    assert "erase: finishing the pending erasure" in out
+    assert "gold: skipped" in out, "gold got the erasure too: nothing it reads changed"
+    assert not pending.exists(), "done: the identifiers in clear are gone"
+
+    # the same tables: the same rows rewritten, the same contents
+    folders = _warehouse_tables(warehouse)
+    records = spark.read.format("delta").load(str(folders["ops.erasures"])).collect()
+    assert len(records) == 1
+    record = records[0].asDict()
+    assert record["status"] == "done" and record["requested_by"] == "ref"
+    assert record["tokens"] == expected.tokens and all(t.startswith(TOKEN_PREFIX) for t in record["tokens"])
+    assert record["rows_by_table"] == {_crashed_name(k): v for k, v in expected.rows_by_table.items()}
+    assert record["tables_vacuumed"] == len(expected.tables_vacuumed)
+    assert {"bronze.writeback_audit_raw", "silver.writeback_audit"} <= set(record["rows_by_table"])
+    assert any(name.startswith("gold.") for name in record["rows_by_table"])
+    for name in expected.rows_by_table:
+        here = spark.table(name)
+        there = spark.read.format("delta").load(str(folders[_crashed_name(name)]))
+        differences = row_differences(here, there, ignore=WRITE_COLUMNS)
+        assert differences == 0, f"{name} differs from the uninterrupted erasure's"
+
+    # no clear value: in any table, in the versions before the erasure, in GX's files
+    holding = {name: n for name, path in folders.items()
+               if (n := _holding(spark.read.format("delta").load(str(path)), keys).count())}
+    assert holding == {}
+    for name in record["rows_by_table"]:
+        try:
+            old = spark.read.format("delta").option("versionAsOf", before[name]).load(str(folders[name]))
+            held = _holding(old, keys).count()
+        except Exception as exc:  # the files of that version are gone
+            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
+                exc), exc
+        else:
+            assert held == 0, f"{name} at version {before[name]} still holds the person"
+        assert not list(folders[name].glob("_change_data/*")), f"{name}: change data (pre-images) left"
+    reports = [p for p in (crashed / "gx_context").rglob("*") if p.suffix in (".json", ".html")]
+    assert reports, "the gate wrote validation results"
+    assert [p for p in reports if any(k in p.read_text(encoding="utf-8", errors="replace").lower() for k in keys)] == []

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, lake_dir):
-    cfg = load_config("test", environ=variant_environ(lake_dir, "live"))
+    cfg = load_config("test", environ={**variant_environ(lake_dir, "live"), "AUDITLAKE__SILVER__EVENT_VIEWS": "true"})
     summary = generate_activity_log(cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True)
     assert set(LIVE_TYPES) <= set(summary["event_types"])
     run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)

@@ -1,6 +1,8 @@
 """S3 for real: the s3 profile (conf/s3.yaml) against a real S3 API server on loopback (moto's
-server mode). The Activity Log lands from a bucket in Tableau's tree, every layer is refreshed
-with the Delta warehouse and checkpoints in another bucket, and a re-run adds nothing. The S3A
+server mode). The Activity Log lands from a bucket in Tableau's tree, bronze and silver are
+refreshed with the Delta warehouse and checkpoints in another bucket, and a re-run adds nothing.
+(Gold's marts are dbt's SQL over the same catalog and Delta writer: not built again here, for CI
+time, issue 30.) The S3A
 client's JARs (hadoop-aws, the AWS SDK bundle) are fetched by `auditlake --env s3 setup`: with
 no way to fetch them this test fails, it does not skip."""
 
@@ -81,7 +83,7 @@ def _table_logs(client, prefix: str) -> dict[str, list[str]]:
     return {table: sorted(commits) for table, commits in logs.items()}
 
 
-@pytest.mark.slow(minutes=10)
+@pytest.mark.slow(minutes=6)
 @pytest.mark.subprocess
 def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
     generated = tmp_path / "generated"
@@ -101,7 +103,6 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
             AUDITLAKE__PATHS__WAREHOUSE_DIR=f"s3a://{LAKE_BUCKET}/warehouse",
             AUDITLAKE__PATHS__CHECKPOINT_DIR=f"s3a://{LAKE_BUCKET}/checkpoints",
             AUDITLAKE__SPARK__SHUFFLE_PARTITIONS="2",
-            AUDITLAKE__GOLD__DATA_TESTS="false",  # the marts only: the gold tests run dbt's data tests
             AUDITLAKE__SPARK__EXTRA_CONF='{"spark.ui.enabled": "false"}',
         )
         environ.pop("AUDITLAKE_ENV", None)
@@ -118,22 +119,23 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
             return run.stdout.split(MARK + "\n")[:len(commands)]
 
         # hadoop-aws and the SDK bundle, from Maven Central unless cached; then the first refresh
-        _setup, first = auditlake(("setup",), ("refresh",))
+        _setup, first = auditlake(("setup",), ("refresh", "--layers", "bronze,silver"))
         assert f"{files} files under s3a://{LANDING_BUCKET}/activity-log" in first
         assert f"{files} files landed" in first
-        assert "gold: dbt build" in first
+        assert "silver: site:" in first
 
         cfg = load_config("s3", environ=environ)
         logs = _table_logs(client, "warehouse/")
         for schema, table in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
                               ("silver", "site_events"), ("silver", "tenant_events"),
-                              ("gold", "fct_logins"), ("gold", "dim_users"), ("ops", "refresh_runs")]:
+                              ("silver", "quarantine"), ("ops", "refresh_runs")]:
             assert f"warehouse/{cfg.get(f'{schema}.schema')}.db/{table}" in logs, (schema, table, sorted(logs))
         assert not (tmp_path / "data" / "warehouse").exists(), "no table was written locally"
         assert client.list_objects_v2(Bucket=LAKE_BUCKET, Prefix="checkpoints/")["KeyCount"] > 0
 
         # a second refresh, then the tables read back by a fresh process
-        second, counts = auditlake(("refresh",), ("sql", "--format", "csv", " UNION ALL ".join(
+        layers = ("--layers", "bronze,silver")
+        second, counts = auditlake(("refresh", *layers), ("sql", "--format", "csv", " UNION ALL ".join(
             f"SELECT '{name}', count(*) FROM {cfg.get(schema + '.schema')}.{name}"
             for schema, name in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
                                  ("silver", "site_events"), ("silver", "tenant_events")])))

@@ -22,8 +22,8 @@ from pipelines.tables import tables
 QUIET = {"log": lambda _m: None}
 
 
-def variant(lake_dir: Path, name: str):
-    environ = dict(os.environ)
+def variant(lake_dir: Path, name: str, **settings: str):
+    environ = dict(os.environ, **settings)
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
     for layer in ("bronze", "silver", "ops"):
@@ -33,7 +33,7 @@ def variant(lake_dir: Path, name: str):
 
 @pytest.fixture(scope="module")
 def lake(spark, lake_dir):
-    cfg = variant(lake_dir, "silver")
+    cfg = variant(lake_dir, "silver", AUDITLAKE__SILVER__EVENT_VIEWS="true")  # its tests read them
     landing = cfg.path("paths.landing_dir")
     summary = generate_activity_log(landing, 2000, seed=3, days=2, dirty=True)
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)

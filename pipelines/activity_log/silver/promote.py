@@ -372,6 +372,6 @@ def promote_silver(
                 f"{dict(sorted(result.reasons.items()))}"
             )
         if spark.catalog.tableExists(tables(cfg).silver_events(family)):
-            ensure_event_views(spark, tables(cfg), family, log=log)  # only when missing or the registry changed
+            ensure_event_views(spark, cfg, family, log=log)  # only when missing or the registry changed
         results.append(result)
     return results

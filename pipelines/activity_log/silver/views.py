@@ -14,8 +14,9 @@ from pyspark.sql import SparkSession
 
 from pipelines.activity_log.registry import REGISTRY_PATH
 from pipelines.activity_log.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
+from pipelines.config import Config
 from pipelines.sql import sql_string
-from pipelines.tables import Tables
+from pipelines.tables import Tables, tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
@@ -77,8 +78,12 @@ def _registry_hash() -> str:
     return hashlib.sha256(REGISTRY_PATH.read_bytes()).hexdigest()
 
 
-def ensure_event_views(spark: SparkSession, t: Tables, family: str, log=print) -> int:
-    """Create the family's event views if missing or stale; returns how many were (re)created."""
+def ensure_event_views(spark: SparkSession, cfg: Config, family: str, log=print) -> int:
+    """Create the family's event views if missing or stale (while ``silver.event_views``); returns how
+    many were (re)created."""
+    if not cfg.get("silver.event_views"):
+        return 0
+    t = tables(cfg)
     plan = family_plan(family)
     table = t.silver_events(family)
     wanted = _registry_hash()
