@@ -46,6 +46,7 @@ def cluster_environ(lake_dir, gold_lake):
         cluster.stop(log=lambda _m: None)
 
 
+@pytest.mark.e2e
 def test_refresh_on_a_standalone_cluster_gives_the_local_silver_tables(spark, gold_lake, cluster_environ):
     environ, cluster = cluster_environ
     local_cfg = gold_lake[0]

@@ -37,7 +37,7 @@ from pipelines.gold.compact import mart_tables
 from pipelines.refresh import run_refresh
 from tests.lake import RUN_COLUMNS, WRITE_COLUMNS, row_differences, variant_environ
 
-pytestmark = [pytest.mark.slow(minutes=22), pytest.mark.subprocess, pytest.mark.dbt]
+pytestmark = [pytest.mark.slow(minutes=22), pytest.mark.subprocess, pytest.mark.dbt, pytest.mark.e2e]
 LAYERS = "bronze,silver,gold"
 REFERENCE = "crash_ref"  # the uninterrupted runs' schemas: <layer>_crash_ref, in this session
 SALT = "test-salt"

@@ -17,7 +17,7 @@ from devtools.pg_server import PgServer, free_port
 from devtools.sample.activity_log import generate_activity_log
 from pipelines.serve import beeline_rows
 
-pytestmark = [pytest.mark.slow(minutes=4), pytest.mark.subprocess]
+pytestmark = [pytest.mark.slow(minutes=4), pytest.mark.subprocess, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

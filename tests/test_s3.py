@@ -85,6 +85,7 @@ def _table_logs(client, prefix: str) -> dict[str, list[str]]:
 
 @pytest.mark.slow(minutes=6)
 @pytest.mark.subprocess
+@pytest.mark.e2e
 def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
     generated = tmp_path / "generated"
     generate_activity_log(generated, 800, seed=11, days=1, layout="date_first")
