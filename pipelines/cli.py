@@ -1,6 +1,6 @@
 """``auditlake``: the command-line entry point.
 
-    auditlake setup                         fetch Delta's JARs into the project cache (once)
+    auditlake setup                         fetch the JARs; record the driver's class archive (once)
     auditlake registry --format json        print the event registry
     auditlake refresh --layers bronze [--source DIR]
     auditlake gold staging | gold dbt ARGS  regenerate dbt staging models; run dbt in-process
@@ -66,14 +66,16 @@ def log(msg: str) -> None:
 
 
 def cmd_setup(cfg: Config, args: argparse.Namespace) -> int:
+    from pipelines.class_archive import record_archive
     from pipelines.jars import fetch_jars, missing_jars
 
     if not missing_jars(cfg):
         if args.verbose:
             log("setup: Delta JARs already cached")
-        return 0
-    fetch_jars(cfg, log=log)
-    log(f"setup: JARs cached in {cfg.path('paths.jars_dir')}")
+    else:
+        fetch_jars(cfg, log=log)
+        log(f"setup: JARs cached in {cfg.path('paths.jars_dir')}")
+    record_archive(cfg, log=log)
     return 0
 
 
@@ -384,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env", help="configuration environment (conf/<env>.yaml); default $AUDITLAKE_ENV or local")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("setup", help="fetch Delta's JARs into the project cache (idempotent)")
+    p = sub.add_parser("setup", help="fetch Delta's JARs into the project cache and record the Spark driver's "
+                       "class archive (idempotent)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_setup)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines import class_archive
 from pipelines.config import CONF_DIR, Config, ConfigError, secret
 from pipelines.jars import jar_paths, missing_jars
 from pipelines.storage import is_uri
@@ -30,8 +31,9 @@ def log_dir(cfg: Config) -> Path:
     return cfg.data_dir / "logs"
 
 
-def spark_conf(cfg: Config) -> dict[str, str]:
-    """Every Spark setting the lakehouse uses, as strings (also handy for spark-submit / Thrift)."""
+def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
+    """Every Spark setting the lakehouse uses, as strings (also handy for spark-submit / Thrift);
+    ``extra_java_options`` go to the driver's JVM after the lakehouse's own."""
     if missing_jars(cfg):
         raise RuntimeError(
             f"JARs missing from {cfg.path('paths.jars_dir')} ({', '.join(missing_jars(cfg))}): "
@@ -53,8 +55,10 @@ def spark_conf(cfg: Config) -> dict[str, str]:
             f"-Dauditlake.log.dir={log_dir(cfg)} "
             # Silver's typing projection compiles to methods past the JIT's 8,000-byte limit; left
             # interpreted they cost ~20% of the silver pass (docs/performance.md).
-            "-XX:-DontCompileHugeMethods"
-        ),
+            "-XX:-DontCompileHugeMethods "
+            # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
+            f"{extra_java_options or class_archive.java_options(cfg)}"
+        ).strip(),
         "spark.driver.memory": cfg.get("spark.driver_memory"),
         "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
         # Delta rebuilds table state with this many tasks (default 50): on a few cores, fewer is faster.
@@ -160,7 +164,7 @@ def serve_conf(cfg: Config) -> dict[str, str]:
     return conf
 
 
-def build_spark(cfg: Config) -> SparkSession:
+def build_spark(cfg: Config, extra_java_options: str = "") -> SparkSession:
     """Build (or return the running) Delta-enabled SparkSession for ``cfg``."""
     # The driver and workers must run this interpreter (the project's venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -175,7 +179,7 @@ def build_spark(cfg: Config) -> SparkSession:
     if not is_uri(cfg.warehouse_dir):
         Path(cfg.warehouse_dir).mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))
-    for key, value in spark_conf(cfg).items():
+    for key, value in spark_conf(cfg, extra_java_options).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
