@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from pipelines import alerts
 from pipelines.activity_log import bronze, feed
@@ -61,6 +61,7 @@ class RefreshReport:
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
     published: PublishReport | None = None  # tableau.publish_on_refresh: what was published after gold
+    reconciliation: DataFrame | None = None  # gold.checks.reconciliation_frame after this run's gold build
 
 
 def parse_layers(text: str) -> list[str]:
@@ -180,7 +181,8 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
             "duplicates": sum(p.duplicates for p in report.silver),
             "detail": f"{sum(r.replayed for r in report.replays)} quarantined rows replayed",
         }
-    figures = reconciliation_frame(spark, cfg).agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
+    reconciliation = report.reconciliation if report.reconciliation is not None else reconciliation_frame(spark, cfg)
+    figures = reconciliation.agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.gold.statuses.items())) if report.gold else ""
     return {"rows_in": figures[0] or 0, "rows_out": figures[1] or 0,
             "detail": f"event-level marts vs the silver rows they cover; dbt: {statuses}"}
@@ -203,8 +205,9 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
         report.replays = replay.replay_quarantine(spark, cfg, report.run_id, log=log, gate=gate)
         report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
     finally:
-        if gate is not None:  # the report is built also (above all) when a gate stopped the run
-            report.data_docs = gate.build_data_docs()
+        # the report is built also (above all) when a gate stopped the run; nothing checked: none
+        if gate is not None and gate.checked:
+            report.data_docs = gate.finish()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: {len(gate.outcomes)} expectations checked, {failed} failed; Data Docs: {report.data_docs}")
     report.writeback["silver"] = writeback_silver.promote_writeback(spark, cfg, report.run_id, log=log)
@@ -228,12 +231,14 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     gold_inputs.forget_built(spark, cfg)
     # silver rows promoted before the last successful gold build were tested by it
     report.gold = build_gold(spark, cfg, log=log, tests_since=last_success_start(spark, cfg, "gold"))
+    # counted once (all of history, per mart) for both the gate and the run log's figures
+    report.reconciliation = reconciliation_frame(spark, cfg)
     if cfg.get("quality.enabled"):
         gate = QualityGate(spark, cfg, log=log)
         try:
-            validate_gold(spark, cfg, gate, report.run_id)
+            validate_gold(spark, cfg, gate, report.run_id, report.reconciliation)
         finally:
-            report.data_docs = gate.build_data_docs()
+            report.data_docs = gate.finish()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)

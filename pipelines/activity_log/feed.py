@@ -42,13 +42,18 @@ def _delivery_hour(path: F.Column, landed: F.Column) -> F.Column:
     return F.when(parts[0] != "", from_path).otherwise(F.date_trunc("hour", landed))
 
 
-def _new_rows(spark: SparkSession, cfg: Config, family: str, since) -> DataFrame | None:
+def _promoted_since(spark: SparkSession, cfg: Config, family: str, since) -> DataFrame | None:
     t = tables(cfg)
     if not spark.catalog.tableExists(t.silver_events(family)):
         return None
     events = spark.table(t.silver_events(family))
     if since is not None:  # silver_ingest_ts has file statistics: older files are skipped
         events = events.where(F.col("silver_ingest_ts") > F.lit(since))
+    return events
+
+
+def _new_rows(spark: SparkSession, cfg: Config, family: str, events: DataFrame) -> DataFrame:
+    t = tables(cfg)
     site = F.coalesce(F.col("site_luid"), F.lit("")) if family == "site" else F.lit("")
     processed = F.col(PROCESSED_TIME) if PROCESSED_TIME in events.columns else F.lit(None).cast("timestamp")
     rows = events.select("source_file", "event_time", "silver_ingest_ts", site.alias("site_luid"),
@@ -67,14 +72,13 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
     added = 0
     for family in FAMILIES:
         since = target.where(F.col("family") == family).agg(F.max("through_ingest_ts")).first()[0]
-        rows = _new_rows(spark, cfg, family, since)
-        if rows is None:
+        events = _promoted_since(spark, cfg, family, since)
+        # nothing promoted since: decided from silver's file statistics, before joining the ledger
+        through = None if events is None else events.agg(F.max("silver_ingest_ts")).first()[0]
+        if through is None:
             continue
-        rows = rows.persist()
+        rows = _new_rows(spark, cfg, family, events).persist()
         try:
-            through = rows.agg(F.max("silver_ingest_ts")).first()[0]
-            if through is None:
-                continue
             lag = (F.unix_timestamp(F.coalesce("processed", "landed")) - F.unix_timestamp("event_time")).cast("double")
             figures = (
                 rows.withColumn("delivery_hour", _delivery_hour(F.col("source_file"), F.col("landed")))

@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.activity_log import FAMILIES
 from pipelines.config import Config
 from pipelines.gold.staging import event_groups, event_marts
-from pipelines.quality import suites
 from pipelines.tables import tables
 
 
@@ -39,10 +38,15 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     return frame.selectExpr("*", "silver_rows - gold_rows AS difference")
 
 
-def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str) -> None:
-    """Run the silver -> gold suites; raises QualityGateError when a critical expectation fails."""
+def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str, reconciliation: DataFrame | None = None) -> None:
+    """Run the silver -> gold suites; raises QualityGateError when a critical expectation fails.
+    ``reconciliation``: ``reconciliation_frame``'s figures when the caller has them already."""
+    from pipelines.quality import suites  # loads GX (seconds): only when gold is built
+
     t = tables(cfg)
-    gate.validate("silver_to_gold", suites.gold_reconciliation_suite(cfg), reconciliation_frame(spark, cfg), run_id)
+    if reconciliation is None:
+        reconciliation = reconciliation_frame(spark, cfg)
+    gate.validate("silver_to_gold", suites.gold_reconciliation_suite(cfg), reconciliation, run_id)
     gate.validate("silver_to_gold", suites.gold_logins_suite(cfg), spark.table(t.gold("fct_logins")), run_id)
     transfers = spark.table(t.gold("fct_ownership_transfers")).selectExpr(
         "*", "old_owner_luid IS DISTINCT FROM new_owner_luid AS owner_changed"
@@ -51,3 +55,4 @@ def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str) -> None:
     gate.validate(
         "silver_to_gold", suites.gold_writeback_suite(cfg), spark.table(t.gold("fct_writeback_changes")), run_id
     )
+    gate.record()

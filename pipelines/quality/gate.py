@@ -16,18 +16,21 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import great_expectations as gx
 import pandas as pd
-from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config import PROJECT_ROOT, Config
 from pipelines.delta_util import ensure_schema
-from pipelines.quality.suites import SuiteSpec, build_suite
 from pipelines.tables import tables
+
+if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its import alone takes seconds)
+    import great_expectations as gx
+
+    from pipelines.quality.suites import SuiteSpec
 
 # One GX datasource per engine: small frames are checked in pandas, large ones in Spark.
 # The committed GX configuration and Data Docs styles; each lake's context is a copy under its data.
@@ -115,25 +118,46 @@ def data_docs_index(cfg: Config) -> Path:
 
 
 class QualityGate:
-    """One GX file context per process; validates frames and records every outcome."""
+    """One GX file context per process, made when a frame is first checked (a refresh with nothing
+    new loads no GX); validates frames and records every outcome."""
 
     def __init__(self, spark: SparkSession, cfg: Config, log=print):
         self.spark, self.cfg, self.log = spark, cfg, log
         self.enabled = bool(cfg.get("quality.enabled"))
-        logging.getLogger("great_expectations").setLevel(logging.ERROR)
-        self.context = gx.get_context(mode="file", project_root_dir=str(context_dir(cfg)))
-        self.context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
         self.pandas_max_rows = int(cfg.get("quality.pandas_max_rows"))
+        self._context = None
         self.datasources = {}
-        for engine, ds_name in _DATASOURCES.items():
-            try:
-                self.datasources[engine] = self.context.data_sources.get(ds_name)
-            except (KeyError, ValueError, LookupError):
-                add = self.context.data_sources.add_spark if engine == "spark" else self.context.data_sources.add_pandas
-                self.datasources[engine] = add(name=ds_name)
         self.outcomes: list[ExpectationOutcome] = []
+        self._unrecorded: list[tuple] = []  # rows for ops.dq_results: `record` appends them
+
+    @property
+    def context(self):
+        if self._context is None:
+            import great_expectations as gx
+            from great_expectations.data_context.types.base import ProgressBarsConfig
+
+            logging.getLogger("great_expectations").setLevel(logging.ERROR)
+            self._context = gx.get_context(mode="file", project_root_dir=str(context_dir(self.cfg)))
+            self._context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+            for engine, ds_name in _DATASOURCES.items():
+                try:
+                    self.datasources[engine] = self._context.data_sources.get(ds_name)
+                except (KeyError, ValueError, LookupError):
+                    sources = self._context.data_sources
+                    add = sources.add_spark if engine == "spark" else sources.add_pandas
+                    self.datasources[engine] = add(name=ds_name)
+        return self._context
+
+    @property
+    def checked(self) -> bool:
+        """Whether this gate validated anything (and so has a context and results to show)."""
+        return self._context is not None
 
     def _checkpoint(self, name: str, spec: SuiteSpec, engine: str) -> gx.Checkpoint:
+        import great_expectations as gx
+
+        from pipelines.quality.suites import build_suite
+
         suite = self.context.suites.add_or_update(build_suite(spec))
         datasource = self.datasources[engine]
         try:
@@ -200,7 +224,7 @@ class QualityGate:
         for o in outcomes:
             if not o.success and o.column and o.sample:
                 o.sample_rows = _offending_rows(frame, o.column, o.sample)
-        self._record(outcomes, run_id)
+        self._queue(outcomes, run_id)
         self.outcomes += outcomes
         for o in outcomes:
             if not o.success and o.severity == "warning":
@@ -212,11 +236,9 @@ class QualityGate:
             )
         return outcomes
 
-    def _record(self, outcomes: list[ExpectationOutcome], run_id: str) -> None:
-        table = tables(self.cfg).dq_results
-        ensure_schema(self.spark, table.split(".")[0])
+    def _queue(self, outcomes: list[ExpectationOutcome], run_id: str) -> None:
         now = datetime.now(UTC).replace(tzinfo=None)
-        rows = [
+        self._unrecorded += [
             (
                 run_id,
                 o.checkpoint,
@@ -235,7 +257,22 @@ class QualityGate:
             )
             for o in outcomes
         ]
-        self.spark.createDataFrame(rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
+
+    def record(self) -> None:
+        """Append the outcomes checked since the last call to ops.dq_results: one commit for the
+        suites a batch passes before it is written (a Delta append per suite cost more than the check)."""
+        if not self._unrecorded:
+            return
+        table = tables(self.cfg).dq_results
+        ensure_schema(self.spark, table.split(".")[0])
+        frame = self.spark.createDataFrame(self._unrecorded, DQ_RESULTS_SCHEMA)
+        frame.write.format("delta").mode("append").saveAsTable(table)
+        self._unrecorded = []
+
+    def finish(self) -> Path:
+        """After a run's last check (also when one raised): what is not recorded yet, then the Data Docs."""
+        self.record()
+        return self.build_data_docs()
 
     def build_data_docs(self) -> Path:
         self.context.build_data_docs()

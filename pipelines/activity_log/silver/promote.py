@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import TYPE_CHECKING
 
 from delta.tables import DeltaTable
 from pyspark import StorageLevel
@@ -38,10 +39,11 @@ from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.quality.gate import QualityGate
-from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
 from pipelines.spark_session import describe_jobs
 from pipelines.tables import Tables, tables
+
+if TYPE_CHECKING:
+    from pipelines.quality.gate import QualityGate
 
 
 @dataclass
@@ -216,6 +218,8 @@ def promote_batch(
     step("duplicates and quarantine decided", "bronze -> silver gate" if gate is not None else "writes")
 
     if gate is not None:
+        from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite  # loads GX
+
         cfg = gate.cfg
         gate.validate(
             "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.file_ledger), run_id
@@ -225,6 +229,7 @@ def promote_batch(
         )
         figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
+        gate.record()  # the checks of a batch are in ops.dq_results before any of it is written
         step("gate passed", "writes")
 
     log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from delta.tables import DeltaTable
 from pyspark import StorageLevel
@@ -50,9 +51,10 @@ from pipelines.activity_log.silver.transform import (
 )
 from pipelines.config import Config
 from pipelines.quality.frames import silver_events_frame
-from pipelines.quality.gate import QualityGate
-from pipelines.quality.suites import silver_events_suite
 from pipelines.tables import Tables, tables
+
+if TYPE_CHECKING:
+    from pipelines.quality.gate import QualityGate
 
 _REPLAYS_SCHEMA = (
     "silver_run_id string, family string, batch_id long, replayed long, inserted long, duplicates long, "
@@ -143,8 +145,11 @@ def replay_family(
         r["event_type"]: r["n"] for r in events.groupBy("event_type").agg(F.count("*").alias("n")).collect()
     }
     if gate is not None:  # the rows silver gains pass the same gate as a promoted batch's
+        from pipelines.quality.suites import silver_events_suite  # loads GX
+
         gate.validate("bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events),
                       run_id)
+        gate.record()
 
     _append(new_events, t.silver_events(family), app_id, batch_id)
     _append(duplicates, t.duplicates, app_id, batch_id)
