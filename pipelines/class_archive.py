@@ -55,12 +55,12 @@ def java_options(cfg: Config) -> str:
 
 
 def record_archive(cfg: Config, log=print) -> Path | None:
-    """Record the archive if missing (about a minute, once); an archive that cannot be recorded is
+    """Record the archive if missing (a minute or two, once); an archive that cannot be recorded is
     reported and skipped: sessions then start without one."""
     path = archive_path(cfg)
     if path is None or path.is_file():
         return path
-    log("setup: recording the Spark driver's classes for faster starts (once, about a minute)")
+    log("setup: recording the Spark driver's classes for faster starts (once, a minute or two)")
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="auditlake-classes-") as lake:
