@@ -234,9 +234,13 @@ def promote_batch(
 
     log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
         f"{result.quarantined} quarantined")
-    _append(new_events, t.silver_events(family), app_id, batch_id)
-    _append(duplicates, t.duplicates, app_id, batch_id)
-    _append(quarantine, t.quarantine, app_id, batch_id)
+    # a frame the decisions counted empty is not appended (a Delta commit of nothing costs seconds; a
+    # clean delivery has no duplicates and no quarantine)
+    for frame, table, rows in ((new_events, t.silver_events(family), counts.get(NEW, 0)),
+                               (duplicates, t.duplicates, result.duplicates),
+                               (quarantine, t.quarantine, result.quarantined)):
+        if rows:
+            _append(frame, table, app_id, batch_id)
     stats = spark.createDataFrame(
         [(run_id, family, batch_id, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)],
         "silver_run_id string, family string, batch_id long, bronze_rows long, inserted long, "
