@@ -181,8 +181,7 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
             "duplicates": sum(p.duplicates for p in report.silver),
             "detail": f"{sum(r.replayed for r in report.replays)} quarantined rows replayed",
         }
-    reconciliation = report.reconciliation if report.reconciliation is not None else reconciliation_frame(spark, cfg)
-    figures = reconciliation.agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
+    figures = report.reconciliation.agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.gold.statuses.items())) if report.gold else ""
     return {"rows_in": figures[0] or 0, "rows_out": figures[1] or 0,
             "detail": f"event-level marts vs the silver rows they cover; dbt: {statuses}"}

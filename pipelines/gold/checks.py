@@ -38,14 +38,12 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     return frame.selectExpr("*", "silver_rows - gold_rows AS difference")
 
 
-def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str, reconciliation: DataFrame | None = None) -> None:
-    """Run the silver -> gold suites; raises QualityGateError when a critical expectation fails.
-    ``reconciliation``: ``reconciliation_frame``'s figures when the caller has them already."""
+def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str, reconciliation: DataFrame) -> None:
+    """Run the silver -> gold suites on ``reconciliation`` (``reconciliation_frame``, counted once by
+    the caller) and the marts; raises QualityGateError when a critical expectation fails."""
     from pipelines.quality import suites  # loads GX (seconds): only when gold is built
 
     t = tables(cfg)
-    if reconciliation is None:
-        reconciliation = reconciliation_frame(spark, cfg)
     gate.validate("silver_to_gold", suites.gold_reconciliation_suite(cfg), reconciliation, run_id)
     gate.validate("silver_to_gold", suites.gold_logins_suite(cfg), spark.table(t.gold("fct_logins")), run_id)
     transfers = spark.table(t.gold("fct_ownership_transfers")).selectExpr(
