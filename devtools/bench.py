@@ -527,8 +527,13 @@ def render_export(fig: dict, cfg: Config) -> str:
     ])
 
 
-def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print):
-    if layer == "all":
+def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print, delivery: int = 400):
+    if layer == "refresh":
+        from devtools.bench_refresh import bench_refresh, render_refresh
+
+        figures = bench_refresh(cfg, delivery, log)
+        write_section(out_doc, "refresh", render_refresh(figures, cfg))
+    elif layer == "all":
         figures = bench_all(cfg, events, batches, log,
                             on_batch=lambda f: write_section(out_doc, "all", render_all(f, cfg)))
         log(f"bench: last / first incremental refresh {figures['flatness']:.2f}x")

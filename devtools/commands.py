@@ -63,20 +63,26 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     if landing.is_dir() and any(landing.iterdir()):
         log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
-        _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
-                               iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
-                               layout=cfg.get("generate.layout"), live_feed=True,  # what the registry knows
-                               security_stories=True,  # a situation for every detection report
-                               snapshots=cfg.get("generate.snapshots"),
-                               snapshot_every=cfg.get("generate.snapshot_every_hours"))
+        generate_demo_sample(cfg, landing)
     refresh(cfg, list(LAYERS), summary=True)
     return 0
+
+
+def generate_demo_sample(cfg: Config, landing: Path) -> dict:
+    """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
+    return _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
+                                  iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
+                                  layout=cfg.get("generate.layout"), live_feed=True,  # what the registry knows
+                                  security_stories=True,  # a situation for every detection report
+                                  snapshots=cfg.get("generate.snapshots"),
+                                  snapshot_every=cfg.get("generate.snapshot_every_hours"))
 
 
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
     from devtools.bench import run_bench
 
-    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log)
+    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log,
+              delivery=args.delivery)
     return 0
 
 
@@ -130,12 +136,15 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_generate_writeback)
 
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
-    p.add_argument("--layer", choices=["ingest", "all", "export"], default="ingest",
+    p.add_argument("--layer", choices=["ingest", "all", "export", "refresh"], default="ingest",
                    help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
                         "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
-                        "export, full and after a +1%% delivery, beside Spark's bare copy")
+                        "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
+                        "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery")
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
+    p.add_argument("--delivery", type=positive_int, default=400,
+                   help="--layer refresh: the new events of the delivery measured (the next day's)")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
 

@@ -147,6 +147,7 @@ RULES: dict[str, Rule] = {
     "spark.driver_memory": _MEMORY,
     "spark.shuffle_partitions": _whole(1),
     "spark.file_open_cost_bytes": _whole(0),
+    "spark.codegen_min_rows": _whole(0),
     "spark.extra_conf": _MAPPING,
     "spark.extra_conf.*": Rule((str, int, float, bool)),  # spark.* keys (checked in _validate)
     "jars": _list_of(r"[^:\s]+:[^:\s]+:[^:\s]+", "Maven coordinates group:artifact:version"),

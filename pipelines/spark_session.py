@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -24,6 +26,33 @@ def describe_jobs(spark: SparkSession, text: str | None) -> None:
     """Name the Spark jobs that follow (UI, REST API: the benchmark's list of the longest jobs says
     which step each was, instead of a py4j call site); None stops naming them."""
     spark.sparkContext.setJobDescription(text)
+
+
+# Spark's settings for running a query interpreted: no whole-stage code, no generated expressions.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextmanager
+def interpreted_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[bool]:
+    """Run the block's queries interpreted when they read fewer than ``spark.codegen_min_rows`` rows
+    (yields whether they do). Compiling a query's Java costs about as much on 400 rows as on a
+    million: on small inputs interpreting is the faster of the two (docs/performance.md). Settings an
+    operator gave in ``spark.extra_conf`` win."""
+    mine = {k: v for k, v in INTERPRETED.items() if k not in cfg.get("spark.extra_conf")}
+    if rows >= cfg.get("spark.codegen_min_rows") or not mine:
+        yield False
+        return
+    saved = {k: spark.conf.get(k, None) for k in mine}
+    for key, value in mine.items():
+        spark.conf.set(key, value)
+    try:
+        yield True
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def log_dir(cfg: Config) -> Path:

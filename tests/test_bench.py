@@ -45,3 +45,27 @@ def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
     assert "(gold alone: +1.0 s)" in text
     assert "| `dim_users` | 4.0 | 5.0 |" in text
     assert "batch 3: models 5.0 s, tests 0.5 s" in text
+
+
+def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_says_where_time_went():
+    from devtools.bench_refresh import _gaps, render_refresh
+    from pipelines.config import load_config
+
+    lines = [(5.0, "refresh r1: layers bronze, silver, gold"), (6.0, "WARNING: Using incubator modules"),
+             (40.0, "silver: site: gate passed"), (42.0, "feed: 3 hours updated"),
+             (140.0, "gold: 105 pass, 39 success in 98.0s"), (150.0, "refresh r1 done: bronze 9.0s, silver 30.0s")]
+    assert _gaps(lines, top=2) == [(98.0, "gold: 105 pass, 39 success in 98.0s"), (35.0, "silver: site: gate passed")]
+
+    def run(label: str, wall: float) -> dict:
+        return {"label": label, "wall_s": wall, "layers": {"bronze": 1.0, "silver": 2.0, "gold": 3.0}, "lines": lines}
+
+    delivered = run("+400 events", 150.0)
+    delivered["dbt"] = {"elapsed_s": 98.0, "kinds": {"model": (39, 300.0), "test": (105, 200.0)},
+                        "slowest": [(17.5, "model", "rpt_feed_gaps")]}
+    fig = {"events": 20_000, "delivery": 400,
+           "runs": [run("first load", 400.0), run("nothing new", 60.0), delivered, run("nothing new, again", 50.0)]}
+    text = render_refresh(fig, load_config("test"))
+    assert "**3.0x**" in text  # 150 / min(60, 50)
+    assert "- 98.0 s: `gold: 105 pass, 39 success in 98.0s`" in text
+    assert "39 models 300 thread-s, 105 tests 200 thread-s" in text
+    assert "| +400 events | **150.0** | 1.0 | 2.0 | 3.0 |" in text

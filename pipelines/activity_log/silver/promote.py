@@ -39,7 +39,7 @@ from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.spark_session import describe_jobs
+from pipelines.spark_session import describe_jobs, interpreted_below
 from pipelines.tables import Tables, tables
 
 if TYPE_CHECKING:
@@ -287,6 +287,18 @@ def appended_ranges(spark: SparkSession, table: str, after: int, upto: int) -> l
     return runs
 
 
+def bronze_row_count(spark: SparkSession, table: str, after: int, upto: int) -> int:
+    """How many rows versions ``after`` < v <= ``upto`` appended, from the commits' own figures (no
+    file is read); from the first version: the table's row count at ``upto`` (Delta's statistics)."""
+    if after < 0:
+        return spark.read.format("delta").option("versionAsOf", upto).table(table).count()
+    newest = table_version(spark, table)
+    history = DeltaTable.forName(spark, table).history(newest - after).select(
+        "version", "operation", "operationMetrics").collect()
+    return sum(int((r["operationMetrics"] or {}).get("numOutputRows") or 0) for r in history
+               if after < r["version"] <= upto and r["operation"] in APPENDS)
+
+
 def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) -> DataFrame | None:
     """Bronze rows committed in versions ``after`` < v <= ``upto``: the ``insert`` rows of its change
     data feed, read over the versions that appended (for an append, just the files it added).
@@ -348,7 +360,9 @@ def promote_family(
             _record_no_rows(spark, t, family, run_id, app_id, upto)
             log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
             continue
-        r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
+        # a small batch runs interpreted: compiling its queries would cost more than they take
+        with interpreted_below(spark, cfg, bronze_row_count(spark, source, after, upto)):
+            r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
             f"new events, {r.duplicates} duplicates, {r.quarantined} quarantined"

@@ -1,0 +1,143 @@
+"""The hourly refresh's price: whole ``auditlake refresh`` commands on a lake the size of the demo.
+
+``auditlake bench --layer refresh`` generates the demo's sample Activity Log into a lake of its own
+(``<data_dir>/bench/refresh``), then runs ``auditlake refresh`` as a scheduler does: one process
+per run, timed from its start to its exit (Python, the JVM, every layer, the gates, the analysts'
+copies). Runs: the first load, a refresh with nothing new, a delivery of ``--delivery`` new events
+for the next day, and nothing new again. For the delivery's run it keeps where the time went: the
+gaps between the command's own progress lines, and dbt's thread-seconds by kind and slowest node.
+Targets (issue 30): the delivery's refresh at most 2x a refresh with nothing new; the first load
+at most 60 s and nothing new at most 10 s on a quiet machine like the one docs/performance.md names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from devtools.bench import _machine, _newest_day
+from pipelines.config import PROJECT_ROOT, Config
+
+_DONE = re.compile(r"refresh \S+ done: (.*)$")
+_LAYER = re.compile(r"(\w+) ([\d.]+)s")
+
+
+def _refresh_process(env: dict[str, str], cfg: Config, label: str, log) -> dict:
+    """One ``auditlake refresh`` process: its wall seconds, layer seconds and timed output lines."""
+    command = [sys.executable, "-m", "pipelines.cli", "--env", cfg.env, "refresh"]
+    started = time.monotonic()
+    lines: list[tuple[float, str]] = []
+    with subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        for line in proc.stdout:
+            lines.append((time.monotonic() - started, line.rstrip()))
+    wall = time.monotonic() - started
+    if proc.returncode:
+        tail = "\n".join(text for _t, text in lines[-15:])
+        raise RuntimeError(f"bench: `auditlake refresh` ({label}) exited {proc.returncode}:\n{tail}")
+    done = next((m.group(1) for _t, text in lines if (m := _DONE.search(text))), "")
+    layers = {name: float(secs) for name, secs in _LAYER.findall(done)}
+    log(f"bench [refresh]: {label}: {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in layers.items()) + ")")
+    return {"label": label, "wall_s": wall, "layers": layers, "lines": lines}
+
+
+def _gaps(lines: list[tuple[float, str]], top: int = 10) -> list[tuple[float, str]]:
+    """The longest stretches between two progress lines: (seconds, the line that ended it)."""
+    out, before = [], 0.0
+    for at, text in lines:
+        if text.startswith("WARNING") or not text.strip():
+            continue
+        out.append((at - before, text.strip()[:110]))
+        before = at
+    return sorted(out, key=lambda g: -g[0])[:top]
+
+
+def _dbt_figures(target_dir: Path) -> dict:
+    """dbt's last build: elapsed, thread-seconds per kind, the slowest nodes (run_results.json)."""
+    path = target_dir / "run_results.json"
+    if not path.is_file():
+        return {}
+    results = json.loads(path.read_text())
+    by_kind: dict[str, list[float]] = {}
+    nodes = []
+    for r in results["results"]:
+        kind, name = r["unique_id"].split(".")[0], r["unique_id"].split(".", 2)[2]
+        by_kind.setdefault(kind, []).append(float(r["execution_time"]))
+        nodes.append((float(r["execution_time"]), kind, name))
+    return {"elapsed_s": float(results.get("elapsed_time") or 0),
+            "kinds": {k: (len(v), sum(v)) for k, v in sorted(by_kind.items())},
+            "slowest": sorted(nodes, reverse=True)[:8]}
+
+
+def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
+    """``events`` clean events for the day after the lake's newest, in the demo's layout."""
+    from devtools.sample.activity_log import generate_activity_log
+
+    generate_activity_log(landing, events, seed=cfg.get("generate.seed") + 1, days=1,
+                          start=_newest_day(landing) + timedelta(days=1), layout=cfg.get("generate.layout"))
+
+
+def bench_refresh(cfg: Config, delivery: int, log) -> dict:
+    from devtools.commands import generate_demo_sample
+
+    root = cfg.data_dir / "bench" / "refresh"
+    shutil.rmtree(root, ignore_errors=True)
+    lake = root / "lake"
+    landing = lake / "landing"
+    target = root / "dbt-target"  # dbt's run results of these processes, not the project's
+    env = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(lake), "AUDITLAKE__PATHS__LANDING_DIR": str(landing),
+           "DBT_TARGET_PATH": str(target)}
+    summary = generate_demo_sample(cfg, landing)
+    runs = [_refresh_process(env, cfg, f"first load ({summary['records']:,} events)", log),
+            _refresh_process(env, cfg, "nothing new", log)]
+    _deliver_next_day(cfg, landing, delivery)
+    delivered = _refresh_process(env, cfg, f"+{delivery} events (the next day)", log)
+    delivered["dbt"] = _dbt_figures(target)
+    runs += [delivered, _refresh_process(env, cfg, "nothing new, again", log)]
+    shutil.rmtree(root, ignore_errors=True)
+    return {"events": summary["records"], "delivery": delivery, "runs": runs}
+
+
+def render_refresh(fig: dict, cfg: Config) -> str:
+    first, idle, delivered, idle_again = fig["runs"]
+    idle_s = min(idle["wall_s"], idle_again["wall_s"])
+    out = [
+        f"`auditlake bench --layer refresh --delivery {fig['delivery']}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on "
+        f"{_machine()}, Spark master `{cfg.get('spark.master')}`: the demo's sample ({fig['events']:,} events, "
+        "with the Write-Back export and the entity snapshots), each run one `auditlake refresh` process, timed from "
+        "its start to its exit (the JVM, every layer, the gates, the analysts' copies).",
+        "",
+        "| run | whole command s | bronze s | silver s | gold s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for run in fig["runs"]:
+        lay = run["layers"]
+        out.append(f"| {run['label']} | **{run['wall_s']:.1f}** | {lay.get('bronze', 0):.1f} | "
+                   f"{lay.get('silver', 0):.1f} | {lay.get('gold', 0):.1f} |")
+    ratio = delivered["wall_s"] / idle_s
+    out += [
+        "",
+        f"- The delivery's refresh / a refresh with nothing new (the faster of the two): **{ratio:.1f}x** "
+        "(target: at most 2x).",
+        f"- The first load: {first['wall_s']:.0f} s (target: at most 60 s); nothing new: {idle_s:.0f} s "
+        "(target: at most 10 s).",
+        "",
+        f"Where the +{fig['delivery']} refresh's time went: the longest stretches between its progress lines "
+        "(seconds, then the line that ended the stretch):",
+        "",
+    ]
+    out += [f"- {secs:.1f} s: `{text.replace('`', '')}`" for secs, text in _gaps(delivered["lines"])]
+    dbt = delivered.get("dbt") or {}
+    if dbt:
+        kinds = ", ".join(f"{n} {k}s {s:.0f} thread-s" for k, (n, s) in dbt["kinds"].items())
+        out += ["", f"dbt's build of that run: {dbt['elapsed_s']:.0f} s elapsed on 4 threads; {kinds}. "
+                "Slowest nodes:", ""]
+        out += [f"- {secs:.1f} s {kind} `{name[:80]}`" for secs, kind, name in dbt["slowest"]]
+    return "\n".join(out)

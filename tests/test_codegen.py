@@ -1,0 +1,56 @@
+"""Small inputs run interpreted (spark.codegen_min_rows): the switch, its undoing, and the row count
+a silver batch is judged by."""
+
+from __future__ import annotations
+
+import os
+
+from pipelines.activity_log.silver.promote import bronze_row_count
+from pipelines.config import load_config
+from pipelines.spark_session import INTERPRETED, interpreted_below
+
+
+def _cfg(cfg, **overrides):
+    environ = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(cfg.data_dir),
+               **{f"AUDITLAKE__SPARK__{k.upper()}": v for k, v in overrides.items()}}
+    return load_config("test", environ=environ)
+
+
+def _settings(spark) -> dict:
+    return {key: spark.conf.get(key, None) for key in INTERPRETED}
+
+
+def test_a_small_input_runs_interpreted_and_the_settings_come_back_after(spark, cfg):
+    small = _cfg(cfg, codegen_min_rows="1000")
+    before = _settings(spark)
+    with interpreted_below(spark, small, 999) as interpreted:
+        assert interpreted and _settings(spark) == INTERPRETED
+        assert spark.sql("select sum(id) from range(100)").first()[0] == 4950  # and queries still answer
+    assert _settings(spark) == before
+    with interpreted_below(spark, small, 1000) as interpreted:
+        assert not interpreted and _settings(spark) == before
+    with interpreted_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as interpreted:
+        assert not interpreted  # 0: always compiled
+
+
+def test_an_operators_own_setting_wins(spark, cfg):
+    given = _cfg(cfg, codegen_min_rows="1000",
+                 extra_conf='{"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}')
+    before = _settings(spark)
+    with interpreted_below(spark, given, 10) as interpreted:
+        assert not interpreted and _settings(spark) == before
+
+
+def test_a_batch_is_judged_by_the_rows_its_bronze_commits_appended(spark, cfg, tmp_path):
+    table = "default.codegen_rows_probe"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    try:
+        spark.range(7).write.format("delta").saveAsTable(table)  # version 0
+        spark.range(5).write.format("delta").mode("append").saveAsTable(table)  # 1
+        spark.sql(f"DELETE FROM {table} WHERE id = 0")  # 2: rewrites, appends no row
+        spark.range(3).write.format("delta").mode("append").saveAsTable(table)  # 3
+        assert bronze_row_count(spark, table, -1, 1) == 12
+        assert bronze_row_count(spark, table, 0, 3) == 8
+        assert bronze_row_count(spark, table, 1, 2) == 0
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
