@@ -375,14 +375,15 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
     return figures
 
 
-def _dbt_node_seconds() -> list[tuple[str, str, float]]:
+def _dbt_node_seconds(results: dict | None = None) -> list[tuple[str, str, float]]:
     """(node name, kind: model / test / unit_test, seconds) of the last dbt build, slowest first
-    (dbt's target/run_results.json)."""
-    from pipelines.gold.staging import DBT_DIR
+    (``results``: a run_results.json as read; default dbt's own, in its target folder)."""
+    from pipelines.gold.run import dbt_target_dir
 
-    results = json.loads((DBT_DIR / "target" / "run_results.json").read_text())["results"]
+    if results is None:
+        results = json.loads((dbt_target_dir() / "run_results.json").read_text())
     nodes = [(r["unique_id"].split(".", 2)[2], r["unique_id"].split(".")[0], float(r["execution_time"]))
-             for r in results]
+             for r in results["results"]]
     return sorted(nodes, key=lambda n: -n[2])
 
 

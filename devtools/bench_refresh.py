@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from devtools.bench import _machine, _newest_day
+from devtools.bench import _dbt_node_seconds, _machine, _newest_day
 from pipelines.config import PROJECT_ROOT, Config
 
 _DONE = re.compile(r"refresh \S+ done: (.*)$")
@@ -65,15 +65,11 @@ def _dbt_figures(target_dir: Path) -> dict:
     if not path.is_file():
         return {}
     results = json.loads(path.read_text())
-    by_kind: dict[str, list[float]] = {}
-    nodes = []
-    for r in results["results"]:
-        kind, name = r["unique_id"].split(".")[0], r["unique_id"].split(".", 2)[2]
-        by_kind.setdefault(kind, []).append(float(r["execution_time"]))
-        nodes.append((float(r["execution_time"]), kind, name))
+    nodes = _dbt_node_seconds(results)
+    kinds = {kind: [secs for _n, k, secs in nodes if k == kind] for kind in sorted({k for _n, k, _s in nodes})}
     return {"elapsed_s": float(results.get("elapsed_time") or 0),
-            "kinds": {k: (len(v), sum(v)) for k, v in sorted(by_kind.items())},
-            "slowest": sorted(nodes, reverse=True)[:8]}
+            "kinds": {k: (len(v), sum(v)) for k, v in kinds.items()},
+            "slowest": [(secs, kind, name) for name, kind, secs in nodes[:8]]}
 
 
 def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:

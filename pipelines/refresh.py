@@ -254,10 +254,15 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
         publish_analyst_tables(spark, cfg, log=log)
 
 
-def _silver_rows(spark: SparkSession, cfg: Config) -> int:
-    """Rows gold reads: silver's events and Write-Back rows (Delta answers from its statistics)."""
+def _silver_tables(cfg: Config) -> list[str]:
+    """The silver tables gold reads: the events of each family and the Write-Back rows."""
     t = tables(cfg)
-    return sum(spark.table(name).count() for name in [*map(t.silver_events, bronze.FAMILIES), t.writeback_audit])
+    return [*map(t.silver_events, bronze.FAMILIES), t.writeback_audit]
+
+
+def _silver_rows(spark: SparkSession, cfg: Config) -> int:
+    """Rows gold reads (Delta answers from its statistics)."""
+    return sum(spark.table(name).count() for name in _silver_tables(cfg))
 
 
 def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
@@ -267,9 +272,7 @@ def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
 
 def _require_silver(spark: SparkSession, cfg: Config) -> None:
     """Gold reads silver's tables: say so plainly instead of a dbt stack trace."""
-    t = tables(cfg)
-    wanted = [t.silver_events(f) for f in bronze.FAMILIES] + [t.writeback_audit]
-    missing = [name for name in wanted if not spark.catalog.tableExists(name)]
+    missing = [name for name in _silver_tables(cfg) if not spark.catalog.tableExists(name)]
     if missing:
         raise GoldError(f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "
                         "(auditlake refresh --layers bronze,silver,gold)")

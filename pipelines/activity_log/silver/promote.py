@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING
@@ -271,15 +272,21 @@ def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
 APPENDS = ("WRITE", "STREAMING UPDATE")
 
 
-def appended_ranges(spark: SparkSession, table: str, after: int, upto: int) -> list[tuple[int, int]]:
-    """The runs (first, last) of consecutive versions ``after`` < v <= ``upto`` that appended rows."""
-    newest = table_version(spark, table)
+def appended_versions(spark: SparkSession, table: str, after: int, upto: int) -> dict[int, int]:
+    """The versions ``after`` < v <= ``upto`` that appended rows, each with how many (the commits'
+    own figures: no file is read)."""
     if upto <= after:
-        return []
-    history = DeltaTable.forName(spark, table).history(newest - after).select("version", "operation").collect()
-    versions = sorted(r["version"] for r in history if after < r["version"] <= upto and r["operation"] in APPENDS)
+        return {}
+    history = DeltaTable.forName(spark, table).history(table_version(spark, table) - after).select(
+        "version", "operation", "operationMetrics").collect()
+    return {r["version"]: int((r["operationMetrics"] or {}).get("numOutputRows") or 0) for r in history
+            if after < r["version"] <= upto and r["operation"] in APPENDS}
+
+
+def appended_ranges(versions: Iterable[int]) -> list[tuple[int, int]]:
+    """The runs (first, last) of consecutive ``versions``."""
     runs: list[tuple[int, int]] = []
-    for v in versions:
+    for v in sorted(versions):
         if runs and runs[-1][1] == v - 1:
             runs[-1] = (runs[-1][0], v)
         else:
@@ -287,23 +294,21 @@ def appended_ranges(spark: SparkSession, table: str, after: int, upto: int) -> l
     return runs
 
 
-def bronze_row_count(spark: SparkSession, table: str, after: int, upto: int) -> int:
-    """How many rows versions ``after`` < v <= ``upto`` appended, from the commits' own figures (no
-    file is read); from the first version: the table's row count at ``upto`` (Delta's statistics)."""
+def bronze_row_count(spark: SparkSession, table: str, after: int, upto: int, appends: dict[int, int]) -> int:
+    """How many rows versions ``after`` < v <= ``upto`` appended (``appends``: appended_versions);
+    from the first version: the table's row count at ``upto`` (Delta's statistics)."""
     if after < 0:
         return spark.read.format("delta").option("versionAsOf", upto).table(table).count()
-    newest = table_version(spark, table)
-    history = DeltaTable.forName(spark, table).history(newest - after).select(
-        "version", "operation", "operationMetrics").collect()
-    return sum(int((r["operationMetrics"] or {}).get("numOutputRows") or 0) for r in history
-               if after < r["version"] <= upto and r["operation"] in APPENDS)
+    return sum(appends.values())
 
 
-def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) -> DataFrame | None:
+def bronze_rows_between(
+    spark: SparkSession, table: str, after: int, upto: int, appends: dict[int, int]
+) -> DataFrame | None:
     """Bronze rows committed in versions ``after`` < v <= ``upto``: the ``insert`` rows of its change
-    data feed, read over the versions that appended (for an append, just the files it added).
-    An UPDATE gives ``update_preimage`` / ``update_postimage`` rows, never ``insert``, and is not
-    read at all (see ``APPENDS``). None: no version of the range appended rows."""
+    data feed, read over the versions that appended (``appends``: appended_versions; for an append,
+    just the files it added). An UPDATE gives ``update_preimage`` / ``update_postimage`` rows, never
+    ``insert``, and is not read at all (see ``APPENDS``). None: no version of the range appended rows."""
     if after < 0:
         return spark.read.format("delta").option("versionAsOf", upto).table(table)
     frames = [
@@ -311,7 +316,7 @@ def bronze_rows_between(spark: SparkSession, table: str, after: int, upto: int) 
         .option("startingVersion", first).option("endingVersion", last).table(table)
         .where(F.col("_change_type") == "insert")
         .drop("_change_type", "_commit_version", "_commit_timestamp")
-        for first, last in appended_ranges(spark, table, after, upto)
+        for first, last in appended_ranges(appends)
     ]
     if not frames:
         return None
@@ -355,13 +360,14 @@ def promote_family(
     app_id = _app_id(spark, cfg, family)
     for after, upto in ranges:
         storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
-        batch = bronze_rows_between(spark, source, after, upto)
+        appends = {} if after < 0 else appended_versions(spark, source, after, upto)
+        batch = bronze_rows_between(spark, source, after, upto, appends)
         if batch is None:  # e.g. an erasure's rewrite and its vacuum: nothing new, nothing to check
             _record_no_rows(spark, t, family, run_id, app_id, upto)
             log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
             continue
         # a small batch runs interpreted: compiling its queries would cost more than they take
-        with interpreted_below(spark, cfg, bronze_row_count(spark, source, after, upto)):
+        with interpreted_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
             r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
