@@ -36,16 +36,30 @@ WRITE_COLUMNS = ("bronze_id", "ingest_ts", "run_id", "recorded_at", "bronze_run_
                  "silver_run_id", "silver_ingest_ts", "processed_at", "validated_at")
 
 
-def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
-    """Rows of either frame missing from the other (a multiset difference, both ways; maps compared
-    as their sorted entries: set operations refuse map columns)."""
+def _comparable(frame, ignore: tuple[str, ...] = ()):
+    """``frame`` without ``ignore``, its maps as their sorted entries (set operations and hashes refuse maps)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import MapType
 
-    def comparable(frame):
-        frame = frame.drop(*ignore)
-        return frame.withColumns({f.name: F.array_sort(F.map_entries(f"`{f.name}`")) for f in frame.schema.fields
-                                  if isinstance(f.dataType, MapType)})
+    frame = frame.drop(*ignore)
+    return frame.withColumns({f.name: F.array_sort(F.map_entries(f"`{f.name}`")) for f in frame.schema.fields
+                              if isinstance(f.dataType, MapType)})
 
-    left, right = comparable(left), comparable(right)
+
+def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
+    """Rows of either frame missing from the other (a multiset difference, both ways)."""
+    left, right = _comparable(left, ignore), _comparable(right, ignore)
     return left.exceptAll(right).count() + right.exceptAll(left).count()
+
+
+def fingerprint(frame, ignore: tuple[str, ...] = ()) -> tuple:
+    """A table's rows as a multiset, in one aggregate: their count and the sums of two hashes of each
+    whole row (any order; a row changed, added or dropped changes it). For comparing a table with
+    itself before and after a step without keeping a copy (``row_differences`` needs both)."""
+    from pyspark.sql import functions as F
+
+    frame = _comparable(frame, ignore)
+    cols = [F.col(f"`{c}`") for c in frame.columns]
+    row = frame.agg(F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast("decimal(38,0)")),
+                    F.sum(F.hash(*cols).cast("decimal(38,0)"))).first()
+    return tuple(row)

@@ -206,26 +206,25 @@ def test_a_run_with_nothing_new_writes_no_commit(spark, lake):
     assert versions() == before
 
 
-def test_new_bronze_rows_only_are_promoted(spark, lake_dir):
-    cfg = variant(lake_dir, "incremental")
-    landing = cfg.path("paths.landing_dir")
-    generate_activity_log(landing, 300, seed=21, days=1)
-    run_refresh(spark, cfg, ["bronze"], **QUIET)
-    pending = reconcile(spark, cfg)
-    assert total(pending, "pending") == total(pending, "bronze_rows") > 0  # landed, not yet promoted
-    first = run_refresh(spark, cfg, ["silver"], **QUIET)
-    assert total(first.silver, "bronze_rows") == total(pending, "bronze_rows")
-    # a second delivery: only its rows are promoted next time
-    extra = landing / "more"
+def test_new_bronze_rows_only_are_promoted(spark, lake):
+    """A later delivery to the module's lake (its last test: it adds rows): bronze lands it, and silver
+    then promotes those rows only, not the ones promoted before."""
+    cfg, landing, _, _ = lake
+    extra = landing.parent / "later"
     generate_activity_log(extra, 300, seed=22, days=1)
     for p in sorted(extra.rglob("*")):
         if p.is_file():
             target = landing / p.relative_to(extra)
-            target = target.with_name("part-second-" + target.name)
+            target = target.with_name("part-later-" + target.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(p), target)
     shutil.rmtree(extra)
-    second_bronze = run_refresh(spark, cfg, ["bronze"], **QUIET)
-    second = run_refresh(spark, cfg, ["silver"], **QUIET)
-    assert total(second.silver, "bronze_rows") == total(second_bronze.bronze, "rows_landed") > 0
-    assert all(r.balanced for r in reconcile(spark, cfg))
+    landed = run_refresh(spark, cfg, ["bronze"], **QUIET)
+    new_rows = total(landed.bronze, "rows_landed")
+    pending = reconcile(spark, cfg)
+    assert total(pending, "pending") == new_rows > 0  # landed, not yet promoted
+    assert total(pending, "bronze_rows") > new_rows  # beside the rows promoted before
+    promoted = run_refresh(spark, cfg, ["silver"], **QUIET)
+    assert total(promoted.silver, "bronze_rows") == new_rows
+    after = reconcile(spark, cfg)
+    assert all(r.balanced for r in after) and total(after, "pending") == 0
