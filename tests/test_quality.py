@@ -115,7 +115,7 @@ def test_unknown_role_codes_are_stopped(spark, clean_lake, gate):
 
 def test_broken_reconciliation_is_stopped(spark, clean_lake, gate):
     cfg, _ = clean_lake
-    message = _gate_message(gate, "bronze_to_silver", silver_batch_suite(cfg), silver_batch_frame(spark, 100, 90, 3, 4))
+    message = _gate_message(gate, "bronze_to_silver", silver_batch_suite(cfg), silver_batch_frame(100, 90, 3, 4))
     assert "suite silver_batch" in message and "expectation reconciliation_exact" in message
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -35,14 +36,11 @@ def silver_events_frame(cfg: Config, events: DataFrame) -> DataFrame:
     return events.withColumn("event_time_in_window", F.when(in_window, 1).otherwise(0))
 
 
-def silver_batch_frame(
-    spark: SparkSession, bronze_rows: int, inserted: int, duplicates: int, quarantined: int
-) -> DataFrame:
-    """One row of batch figures: the quarantine ratio and bronze - (silver + duplicates + quarantine)."""
+def silver_batch_frame(bronze_rows: int, inserted: int, duplicates: int, quarantined: int) -> pd.DataFrame:
+    """One row of batch figures: the quarantine ratio and bronze - (silver + duplicates + quarantine).
+    Counted in Python already, so a pandas frame: the gate checks it without a Spark job."""
     ratio = quarantined / bronze_rows if bronze_rows else 0.0
     difference = bronze_rows - (inserted + duplicates + quarantined)
-    return spark.createDataFrame(
-        [(bronze_rows, inserted, duplicates, quarantined, float(ratio), difference)],
-        "bronze_rows long, inserted long, duplicates long, quarantined long, quarantine_ratio double, "
-        "reconciliation_difference long",
-    )
+    return pd.DataFrame([{"bronze_rows": bronze_rows, "inserted": inserted, "duplicates": duplicates,
+                          "quarantined": quarantined, "quarantine_ratio": float(ratio),
+                          "reconciliation_difference": difference}])

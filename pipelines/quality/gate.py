@@ -81,14 +81,19 @@ class ExpectationOutcome:
         )
 
 
-def _offending_rows(frame: DataFrame, column: str, values: list, limit: int = 3) -> list[dict]:
+def _offending_rows(frame: DataFrame | pd.DataFrame, column: str, values: list, limit: int = 3) -> list[dict]:
     """A few whole rows behind the offending values (identifying columns only, long text cut)."""
     cols = [c for c in dict.fromkeys((column, *_ROW_CONTEXT)) if c in frame.columns]
-    cond = F.col(column).isin([v for v in values if v is not None])
-    if any(v is None for v in values):
-        cond = cond | F.col(column).isNull()
-    rows = frame.where(cond).select(*cols).limit(limit).collect()
-    return [{k: (str(v)[:120] if v is not None else None) for k, v in r.asDict().items()} for r in rows]
+    known = [v for v in values if v is not None]
+    if isinstance(frame, pd.DataFrame):
+        hit = frame[column].isin(known) | (frame[column].isna() if None in values else False)
+        rows = [{k: _plain(v) for k, v in r.items()} for r in frame.loc[hit, cols].head(limit).to_dict("records")]
+    else:
+        cond = F.col(column).isin(known)
+        if any(v is None for v in values):
+            cond = cond | F.col(column).isNull()
+        rows = [r.asDict() for r in frame.where(cond).select(*cols).limit(limit).collect()]
+    return [{k: (str(v)[:120] if v is not None else None) for k, v in r.items()} for r in rows]
 
 
 def _plain(value):
@@ -175,14 +180,18 @@ class QualityGate:
             gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
         )
 
-    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame, run_id: str) -> list[ExpectationOutcome]:
-        """Validate ``frame`` against ``spec``; record outcomes; raise if a critical one failed."""
+    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str) -> list[
+            ExpectationOutcome]:
+        """Validate ``frame`` (a Spark frame, or a pandas one of figures counted already) against ``spec``;
+        record outcomes; raise if a critical one failed."""
         if not self.enabled:
             return []
         name = f"{boundary}.{spec.name}"
         # Only the few columns the suite names are checked (the whole frame is read again only for
         # the rows behind a failure).
         wanted = {e.column for e in spec.expectations if getattr(e, "column", None)}
+        if isinstance(frame, pd.DataFrame):
+            return self._validate(name, spec, frame, "pandas", frame[[c for c in frame.columns if c in wanted]], run_id)
         narrow = frame.select(*[c for c in frame.columns if c in wanted])
         # GX's Spark engine runs a job or two per expectation: ~1.5 s per suite on a warm session
         # even for a handful of rows. A frame that fits in quality.pandas_max_rows is fetched once
@@ -197,8 +206,8 @@ class QualityGate:
         finally:
             narrow.unpersist()
 
-    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame, engine: str, data, run_id: str) -> list[
-            ExpectationOutcome]:
+    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data,
+                  run_id: str) -> list[ExpectationOutcome]:
         result = self._checkpoint(name, spec, engine).run(batch_parameters={"dataframe": data})
         outcomes = []
         for suite_result in result.run_results.values():

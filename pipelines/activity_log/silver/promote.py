@@ -228,7 +228,7 @@ def promote_batch(
         gate.validate(
             "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id
         )
-        figures = silver_batch_frame(spark, result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
+        figures = silver_batch_frame(result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
         gate.record()  # the checks of a batch are in ops.dq_results before any of it is written
         step("gate passed", "writes")
