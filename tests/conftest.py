@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -17,6 +18,7 @@ from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
 from pipelines.gold.staging import DBT_DIR
 from pipelines.refresh import run_refresh
+from pipelines.tables import tables
 from tests.lake import move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
@@ -34,6 +36,8 @@ RESOURCE_FIXTURES = {"spark": "spark", "gold_lake": "dbt", "pg": "postgres"}
 # and every module using the shared gold lake (built once for them all). xdist's own `--dist loadgroup`
 # does not group under pytest 9 (the node id suffix it relies on is not applied), so the scheduler is ours.
 GOLD_GROUP = "gold_lake"
+# the modules that rewrite the shared gold lake (the erasure pseudonymises it): after every other one
+GOLD_LAKE_LAST = ("test_erase.py",)
 TESTS_DIR = Path(__file__).resolve().parent
 
 
@@ -116,7 +120,9 @@ def pytest_collection_modifyitems(items):
     for module, minutes in module_minutes.items():
         group = _group_of(module, gold)
         group_minutes[group] = group_minutes.get(group, 0.0) + minutes
-    items.sort(key=lambda item: -group_minutes[_group_of(item.nodeid, gold)])
+    # within the shared gold lake's group, the modules that rewrite it come last
+    items.sort(key=lambda item: (-group_minutes[_group_of(item.nodeid, gold)],
+                                 Path(item.nodeid.split("::", 1)[0]).name in GOLD_LAKE_LAST))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -155,13 +161,35 @@ def spark(cfg):
     session.stop()
 
 
+# The bundled Write-Back export (its changes made by "maria.costa"): the shared lake's export names the
+# person the erasure tests erase instead, so that person is in every source.
+BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
+
+
+class GoldLake(tuple):
+    """(config, first refresh report, second refresh report), and ``person``: the user (``email``,
+    ``user_luid``) in site events, tenant events, the users snapshots and the Write-Back export."""
+
+    person: dict
+
+
+def _person_in_every_source(spark, cfg) -> dict:
+    """The first user (by e-mail) of the site events who also acted in the tenant's events."""
+    t = tables(cfg)
+    tenant = {r[0].lower() for r in spark.table(t.silver_events("tenant")).select("initiating_user_email")
+              .distinct().collect() if r[0]}
+    site = (spark.table(t.silver_events("site")).where("email IS NOT NULL AND user_luid IS NOT NULL")
+            .select("email", "user_luid").distinct().orderBy("email").collect())
+    return next(r.asDict() for r in site if r["email"].lower() in tenant)
+
+
 @pytest.fixture(scope="session")
 def gold_lake(spark, lake_dir, tmp_path_factory, request):
-    """Two daily deliveries: the first refreshed (gold built from nothing, with dbt's data tests),
-    then the second (gold incremental, marts only: the tests scoped to new rows run in
-    test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_build). -> (config, first
-    refresh report, second refresh report); shared by the gold tests and the cluster test (which must
-    give the same marts)."""
+    """Two daily deliveries with entity snapshots. The first refreshed: silver, then a Write-Back export
+    naming a person of it, then gold built from nothing, with dbt's data tests. Then the second: gold
+    incremental, marts only (the tests scoped to new rows run in
+    test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_build). Shared by the gold,
+    analyst, export and cluster tests, and last by the erasure's (which rewrites it: GOLD_LAKE_LAST)."""
     environ = variant_environ(lake_dir, "gold")
     # the analysts' tables where the analysts' server (another OS user) can reach them: pytest's
     # own temporary folders are root's alone
@@ -171,16 +199,26 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     environ["AUDITLAKE__ANALYST__DIR"] = str(analyst_dir)
     environ["AUDITLAKE__GOLD__DATA_TESTS"] = "true"  # the gold tests check dbt's data tests (first build)
     environ["AUDITLAKE__SILVER__EVENT_VIEWS"] = "true"  # and read silver's event views
+    export = tmp_path_factory.mktemp("gold_writeback") / "historical_audit.ndjson"  # written after day one
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     cfg = load_config("test", environ=environ)
     generated = tmp_path_factory.mktemp("gold_generated")
-    generate_activity_log(generated, 2500, seed=11, days=2)
+    generate_activity_log(generated, 2500, seed=11, days=2, snapshots=True, snapshot_every=12)
     days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})
-    assert len(days) == 2, days
+    assert len(days) == 3, days  # two of events, and the snapshot at the end of the second
     landing = cfg.path("paths.landing_dir")
     assert move_day(generated, landing, days[0]) > 0
+    # silver first, to find the person the export then names (gold reads write-back: not without it)
+    run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
+    person = _person_in_every_source(spark, cfg)
+    lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
+    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person["email"])) for ln in lines) + "\n",
+                      encoding="utf-8")
     first = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=lambda _m: None)
-    assert move_day(generated, landing, days[1]) > 0
+    assert sum(move_day(generated, landing, day) for day in days[1:]) > 0
     # gold.data_tests is not one of a build's inputs (pipelines/gold/inputs.py): the lake is the same
     marts_only = load_config("test", environ={**environ, "AUDITLAKE__GOLD__DATA_TESTS": "false"})
     second = run_refresh(spark, marts_only, ["bronze", "silver", "gold"], log=lambda _m: None)
-    return cfg, first, second
+    lake = GoldLake((cfg, first, second))
+    lake.person = person
+    return lake

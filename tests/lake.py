@@ -18,10 +18,11 @@ def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
 
 
 def move_day(generated: Path, landing: Path, day: str) -> int:
-    """Deliver one day's files (``.../d=<day>/...``) of a generated log into the landing folder."""
+    """Deliver one day's files (``.../d=<day>/...``: events and entity snapshots) of a generated log
+    into the landing folder."""
     moved = 0
-    for path in sorted(generated.rglob("*.json*")):
-        if f"/d={day}/" in path.as_posix():
+    for path in sorted(generated.rglob("*")):
+        if path.is_file() and f"/d={day}/" in path.as_posix():
             target = landing / path.relative_to(generated)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(path, target)

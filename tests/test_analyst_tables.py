@@ -70,6 +70,7 @@ def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold
 
 def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everything(spark, gold_lake):
     cfg = gold_lake[0]
+    publish_analyst_tables(spark, cfg, log=lambda _m: None)  # the copies as current as the marts (whatever ran before)
     quiet = []
     assert publish_analyst_tables(spark, cfg, log=quiet.append) == []
     assert quiet == [f"gold: 0 of {len(mart_docs())} analyst tables copied to {tables_location(cfg)} "

@@ -1,5 +1,6 @@
-"""`auditlake erase` on a small lake of its own: one person pseudonymised in every layer, old
-versions vacuumed, the erasure recorded, reconciliation still balanced, a later refresh adds nothing."""
+"""`auditlake erase` on the shared gold lake, after every other test of it: one person pseudonymised in
+every layer, old versions vacuumed, the erasure recorded, reconciliation still balanced, a later refresh
+adds nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import generate_activity_log
 from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import LAYER_SCHEMAS, load_config
@@ -31,9 +31,8 @@ from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
-pytestmark = [pytest.mark.slow(minutes=12)]
+pytestmark = [pytest.mark.slow(minutes=8)]
 
-BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 SALT = "test-salt"
 
 
@@ -66,26 +65,12 @@ def _counts(spark, cfg) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def erased(spark, lake_dir, tmp_path_factory):
-    """A lake (site, tenant, write-back) with one person in all three, then that person erased."""
-    export = tmp_path_factory.mktemp("erase_writeback") / "historical_audit.ndjson"
-    environ = variant_environ(lake_dir, "erase")
-    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
-    cfg = load_config("test", environ=environ)
-    # with entity snapshots: the person is in the users snapshots (name, e-mail) too
-    generate_activity_log(cfg.path("paths.landing_dir"), 400, seed=5, days=1, snapshots=True, snapshot_every=12)
-    run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet)  # no export file yet: write-back skipped
+def erased(spark, gold_lake):
+    """The shared gold lake (site, tenant, entity snapshots, write-back; tests/conftest.py), its person
+    in all of them, then that person erased: this module runs after every other one on that lake."""
+    cfg = gold_lake[0]
     t = tables(cfg)
-    tenant_emails = {r[0].lower() for r in spark.table(t.silver_events("tenant"))
-                     .select("initiating_user_email").distinct().collect() if r[0]}
-    person = next(r for r in spark.table(t.silver_events("site")).where("email IS NOT NULL AND user_luid IS NOT NULL")
-                  .select("email", "user_luid").collect() if r["email"].lower() in tenant_emails)
-    # Write-Back knows users by name: the person (by e-mail) made some of the bundled sample's changes
-    lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
-    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person["email"])) for ln in lines) + "\n",
-                      encoding="utf-8")
-    run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=_quiet)
-    values = [person["email"], person["user_luid"]]
+    values = [gold_lake.person["email"], gold_lake.person["user_luid"]]
     before = {name: table_version(spark, name) for name in _lake_tables(spark, cfg)}
     assert _rows_holding(spark, t.writeback_audit, values) > 0, "the person is in write-back"
     assert _rows_holding(spark, t.bronze_raw("tenant"), values) > 0, "the person is in tenant events"
@@ -95,7 +80,7 @@ def erased(spark, lake_dir, tmp_path_factory):
     unchanged = {name: table_version(spark, name) for name in _lake_tables(spark, cfg)}
     assert unchanged == before, "a person not found changes nothing"
 
-    report = erase_person(spark, cfg, person["email"], SALT, requested_by="dpo-ticket-17", log=_quiet)
+    report = erase_person(spark, cfg, gold_lake.person["email"], SALT, requested_by="dpo-ticket-17", log=_quiet)
     return cfg, values, before, report
 
 
