@@ -19,7 +19,7 @@ from pipelines.config import load_config
 from pipelines.gold.staging import DBT_DIR
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
-from tests.lake import move_day, variant_environ
+from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 # The analysts' pseudonym key (analyst.pseudonym_key_env): one per test run, as an operator's would be
@@ -159,11 +159,6 @@ def spark(cfg):
     session = build_spark(cfg)
     yield session
     session.stop()
-
-
-# The bundled Write-Back export (its changes made by "maria.costa"): the shared lake's export names the
-# person the erasure tests erase instead, so that person is in every source.
-BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 
 
 class GoldLake(tuple):

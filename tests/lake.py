@@ -30,6 +30,9 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
     return moved
 
 
+# The bundled Write-Back export (its changes made by "maria.costa"; tests substitute the person they follow)
+BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
+
 # differs by run, not by data: when the row reached silver (the marts)
 RUN_COLUMNS = ("silver_ingest_ts",)
 # differ by run in any layer's tables: when and by which run a row was written

@@ -35,13 +35,12 @@ from pipelines.delta_util import table_version
 from pipelines.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person
 from pipelines.gold.compact import mart_tables
 from pipelines.refresh import run_refresh
-from tests.lake import RUN_COLUMNS, WRITE_COLUMNS, row_differences, variant_environ
+from tests.lake import BUNDLED_EXPORT, RUN_COLUMNS, WRITE_COLUMNS, row_differences, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=22), pytest.mark.subprocess, pytest.mark.dbt, pytest.mark.e2e]
 LAYERS = "bronze,silver,gold"
 REFERENCE = "crash_ref"  # the uninterrupted runs' schemas: <layer>_crash_ref, in this session
 SALT = "test-salt"
-BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]+")
 REFRESH = f"refresh --layers {LAYERS} --source {{source}}"
 # the analysts' masked copies are the gold and erasure tests' (test_analyst_tables, test_erase): both lakes

@@ -180,8 +180,8 @@ class QualityGate:
             gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
         )
 
-    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str) -> list[
-            ExpectationOutcome]:
+    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame,
+                 run_id: str) -> list[ExpectationOutcome]:
         """Validate ``frame`` (a Spark frame, or a pandas one of figures counted already) against ``spec``;
         record outcomes; raise if a critical one failed."""
         if not self.enabled:
