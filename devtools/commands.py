@@ -64,8 +64,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
         log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
         generate_demo_sample(cfg, landing)
-    refresh(cfg, list(LAYERS), summary=True)
-    return 0
+    return 0 if refresh(cfg, list(LAYERS), summary=True) else 1
 
 
 def generate_demo_sample(cfg: Config, landing: Path) -> dict:

@@ -98,7 +98,9 @@ def cmd_registry(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def print_summary(spark, cfg: Config, started: float) -> None:
+def print_lake_checks(spark, cfg: Config) -> bool:
+    """Files by verdict, bronze = silver + duplicates + quarantine per family and per silver run, the
+    entity snapshots; whether all of it balances (``auditlake reconcile`` and ``refresh --summary``)."""
     from pipelines.reconcile import (
         format_files,
         format_reconciliation,
@@ -106,7 +108,39 @@ def print_summary(spark, cfg: Config, started: float) -> None:
         reconcile,
         reconcile_files,
         reconcile_snapshots,
+        run_figures,
     )
+
+    files = reconcile_files(spark, cfg)
+    results = reconcile(spark, cfg)
+    if not results and files is None:
+        log("reconcile: nothing landed yet")
+        return True
+    if files is not None:
+        log(format_files(files))
+        log("")
+    log(format_reconciliation(results, run_figures(spark, cfg)))
+    snapshots = reconcile_snapshots(spark, cfg)
+    if snapshots:
+        log("")
+        log(format_snapshots(snapshots))
+    return all(r.balanced for r in results + snapshots) and (files is None or files.balanced)
+
+
+def print_quality(spark, cfg: Config) -> None:
+    """The latest validation run: expectations checked and failed per checkpoint and severity."""
+    from pipelines.quality.gate import latest_run_summary
+
+    latest = latest_run_summary(spark, cfg)
+    if latest is not None:
+        run_id, rows = latest
+        log(f"latest quality run {run_id}:")
+        for r in rows:
+            log(f"  {r['checkpoint']:<45} {r['severity']:<9} {r['checked']:>4} checked {r['failed']:>4} failed")
+
+
+def print_summary(spark, cfg: Config, started: float) -> bool:
+    """Rows per table, then the lake's checks and the latest quality run; whether the lake balances."""
     from pipelines.refresh import table_counts
 
     counts = table_counts(spark, cfg)
@@ -115,25 +149,19 @@ def print_summary(spark, cfg: Config, started: float) -> None:
     log(f"{'table':<{width}} {'rows':>10}  note")
     for table, rows, note in counts:
         log(f"{table:<{width}} {rows:>10}  {note}")
-    files = reconcile_files(spark, cfg)
-    if files is not None:
-        log("")
-        log(format_files(files))
-    results = reconcile(spark, cfg)
-    if results:
-        log("")
-        log(format_reconciliation(results, []))
-    snapshots = reconcile_snapshots(spark, cfg)
-    if snapshots:
-        log("")
-        log(format_snapshots(snapshots))
+    log("")
+    balanced = print_lake_checks(spark, cfg)
+    log("")
+    print_quality(spark, cfg)
     log(f"time taken: {time.monotonic() - started:.1f}s")
+    return balanced
 
 
 def refresh(cfg: Config, layers: list[str], source: Path | None = None, wait: float = 0.0,
-            full_listing: bool = False, summary: bool = False) -> None:
+            full_listing: bool = False, summary: bool = False) -> bool:
     """One refresh as the command runs it: the lock, the session, the layers, then the summary or
-    the time taken (``auditlake refresh`` and ``auditlake demo``)."""
+    the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's checks
+    do not balance."""
     from pipelines.refresh import run_refresh
     from pipelines.spark_session import build_spark
 
@@ -144,17 +172,17 @@ def refresh(cfg: Config, layers: list[str], source: Path | None = None, wait: fl
         spark = build_spark(cfg)
         run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
         if summary:  # reads every table whole: a look at the lake, not a cost for every run
-            print_summary(spark, cfg, started)
-        else:
-            log(f"time taken: {time.monotonic() - started:.1f}s")
+            return print_summary(spark, cfg, started)
+        log(f"time taken: {time.monotonic() - started:.1f}s")
+        return True
 
 
 def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.refresh import parse_layers
 
-    refresh(cfg, parse_layers(args.layers), Path(args.source) if args.source else None, wait=args.wait,
-            full_listing=args.full_listing, summary=args.summary)
-    return 0
+    balanced = refresh(cfg, parse_layers(args.layers), Path(args.source) if args.source else None,
+                       wait=args.wait, full_listing=args.full_listing, summary=args.summary)
+    return 0 if balanced else 1
 
 
 def cmd_gold_staging(cfg: Config, args: argparse.Namespace) -> int:
@@ -203,33 +231,9 @@ def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.reconcile import (
-        format_files,
-        format_reconciliation,
-        format_snapshots,
-        reconcile,
-        reconcile_files,
-        reconcile_snapshots,
-        run_figures,
-    )
     from pipelines.spark_session import build_spark
 
-    spark = build_spark(cfg)
-    files = reconcile_files(spark, cfg)
-    results = reconcile(spark, cfg)
-    if not results and files is None:
-        log("reconcile: nothing landed yet")
-        return 0
-    if files is not None:
-        log(format_files(files))
-        log("")
-    log(format_reconciliation(results, run_figures(spark, cfg)))
-    snapshots = reconcile_snapshots(spark, cfg)
-    if snapshots:
-        log("")
-        log(format_snapshots(snapshots))
-    balanced = all(r.balanced for r in results + snapshots) and (files is None or files.balanced)
-    return 0 if balanced else 1
+    return 0 if print_lake_checks(build_spark(cfg), cfg) else 1
 
 
 def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
@@ -340,17 +344,12 @@ def cmd_publish(cfg: Config, args: argparse.Namespace) -> int:
 
 def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
     """Rebuild the Data Docs site and summarise the latest validation run from ops.dq_results."""
-    from pipelines.quality.gate import QualityGate, latest_run_summary
+    from pipelines.quality.gate import QualityGate
     from pipelines.spark_session import build_spark
 
     spark = build_spark(cfg)
     index = QualityGate(spark, cfg, log=log).build_data_docs()
-    latest = latest_run_summary(spark, cfg)
-    if latest is not None:
-        run_id, rows = latest
-        log(f"latest run {run_id}:")
-        for r in rows:
-            log(f"  {r['checkpoint']:<45} {r['severity']:<9} {r['checked']:>4} checked {r['failed']:>4} failed")
+    print_quality(spark, cfg)
     log(f"Data Docs: {index}")
     return 0
 
@@ -408,8 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="if another refresh is running, wait up to this long for it (default: exit at once, code 75)",
     )
     p.add_argument("--summary", action="store_true",
-                   help="then print rows per table, quarantine by reason, files by verdict and the whole-lake "
-                        "reconciliation (reads all of history: slower as the lake grows)")
+                   help="then print rows per table, quarantine by reason, files by verdict, the whole-lake "
+                        "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "
+                        "quality run (reads all of history: slower as the lake grows)")
     p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("serve", help="start a Spark Thrift Server (JDBC/ODBC): the analysts' (masked tables only, "

@@ -7,6 +7,7 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from devtools.sample.activity_log import generate_activity_log
@@ -65,6 +66,40 @@ def test_data_docs_list_every_suite(clean_lake):
     html = " ".join(p.read_text(encoding="utf-8", errors="ignore") for p in site.rglob("*.html"))
     for suite in ("bronze_rows", "silver_events_site", "silver_events_tenant", "silver_batch"):
         assert suite in html
+
+
+def _use_lake(monkeypatch, lake_dir, name):
+    for key, value in variant_environ(lake_dir, name).items():
+        if key.startswith("AUDITLAKE__"):
+            monkeypatch.setenv(key, value)
+
+
+def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, clean_lake, lake_dir,
+                                                                         monkeypatch, capsys):
+    """`reconcile`, `dq report` and `refresh --summary` (the one .ci/run calls) print the lake's checks
+    and the latest quality run; an unbalanced lake exits 1."""
+    from pipelines.cli import main
+
+    cfg, report = clean_lake
+    _use_lake(monkeypatch, lake_dir, "dq_clean")
+    assert main(["--env", "test", "reconcile"]) == 0
+    out = capsys.readouterr().out
+    assert "MISMATCH" not in out and report.run_id in out  # families, files and this run's figures
+    assert main(["--env", "test", "dq", "report"]) == 0
+    out = capsys.readouterr().out
+    assert f"latest quality run {report.run_id}:" in out and "bronze_to_silver.silver_batch" in out
+    assert f"Data Docs: {report.data_docs}" in out
+
+    ledger = tables(cfg).file_ledger  # one landed file forgotten by the ledger: bronze holds rows it cannot account for
+    version = spark.sql(f"DESCRIBE HISTORY {ledger} LIMIT 1").first()["version"]
+    forgotten = spark.table(ledger).where("status = 'landed'").agg(F.min("path")).first()[0]
+    DeltaTable.forName(spark, ledger).delete(F.col("path") == forgotten)
+    try:
+        assert main(["--env", "test", "refresh", "--layers", "silver", "--summary"]) == 1
+        out = capsys.readouterr().out
+        assert "MISMATCH" in out and "latest quality run" in out
+    finally:
+        spark.sql(f"RESTORE TABLE {ledger} TO VERSION AS OF {version}")
 
 
 def _events(spark, cfg):
@@ -164,9 +199,7 @@ def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake
     bad = landing / "site" / "broken" / "eventType=hist_login" / "part-00000.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("\n".join(["<html>gateway timeout</html>"] * 400) + "\n", encoding="utf-8")
-    for key, value in environ.items():
-        if key.startswith("AUDITLAKE__"):
-            monkeypatch.setenv(key, value)
+    _use_lake(monkeypatch, lake_dir, "dq_broken")
     from pipelines.cli import main
 
     code = main(["--env", "test", "refresh", "--layers", "bronze,silver"])
