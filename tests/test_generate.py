@@ -1038,7 +1038,7 @@ def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
                                        "AUDITLAKE__GENERATE__SNAPSHOT_EVERY_HOURS": "12"})
     # the layers' refresh needs Spark, tested elsewhere: here only what the demo generates
     monkeypatch.setitem(sys.modules, "pipelines.refresh", types.SimpleNamespace(LAYERS={}))
-    monkeypatch.setattr(commands, "refresh", lambda *a, **k: None)
+    monkeypatch.setattr(commands, "refresh", lambda *a, **k: True)  # the lake balanced
     assert commands.cmd_demo(cfg, argparse.Namespace()) == 0
     snaps = Snapshots(tmp_path / "landing", cfg.get("generate.layout"))
     assert snaps.hours == [START + timedelta(hours=h) for h in (0, 12, 24)] and len(snaps.tables) == 3 * 5 * 3
