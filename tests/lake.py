@@ -17,6 +17,14 @@ def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:
     return _variant(lake_dir / name, name)
 
 
+def use_variant(monkeypatch, lake_dir: Path, name: str) -> None:
+    """Point the commands a test runs in-process (``pipelines.cli.main``, which reads the environment)
+    at the test's own lakehouse ``<lake_dir>/<name>``."""
+    for key, value in variant_environ(lake_dir, name).items():
+        if key.startswith("AUDITLAKE__"):
+            monkeypatch.setenv(key, value)
+
+
 def move_day(generated: Path, landing: Path, day: str) -> int:
     """Deliver one day's files (``.../d=<day>/...``: events and entity snapshots) of a generated log
     into the landing folder."""

@@ -19,7 +19,7 @@ from pipelines.delta_util import ensure_schema, table_version
 from pipelines.erase import Person, erasable_tables, pseudonymise_table, token_for
 from pipelines.refresh import RefreshReport, send_alerts_after_gold
 from pipelines.tables import tables
-from tests.lake import variant_environ
+from tests.lake import use_variant, variant_environ
 
 DETECTIONS_SCHEMA = (
     "detection_id string, detection string, report string, severity string, detected_at timestamp, "
@@ -245,9 +245,7 @@ def test_the_command_exits_1_while_an_alert_is_pending_and_0_once_sent(spark, la
     from pipelines.cli import main
 
     environ = variant_environ(lake_dir, "alerts_cli")
-    for key, value in environ.items():
-        if key.startswith("AUDITLAKE__"):
-            monkeypatch.setenv(key, value)
+    use_variant(monkeypatch, lake_dir, "alerts_cli")
     monkeypatch.delenv("AUDITLAKE_ALERTS_WEBHOOK_URL", raising=False)
     assert main(["--env", "test", "alerts"]) == 2
     assert capsys.readouterr().err == (

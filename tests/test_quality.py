@@ -17,7 +17,7 @@ from pipelines.quality.gate import QualityGate, QualityGateError
 from pipelines.quality.suites import silver_batch_suite, silver_events_suite
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
-from tests.lake import variant_environ
+from tests.lake import use_variant, variant_environ
 
 QUIET = {"log": lambda _m: None}
 
@@ -68,12 +68,6 @@ def test_data_docs_list_every_suite(clean_lake):
         assert suite in html
 
 
-def _use_lake(monkeypatch, lake_dir, name):
-    for key, value in variant_environ(lake_dir, name).items():
-        if key.startswith("AUDITLAKE__"):
-            monkeypatch.setenv(key, value)
-
-
 def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, clean_lake, lake_dir,
                                                                          monkeypatch, capsys):
     """`reconcile`, `dq report` and `refresh --summary` (the one .ci/run calls) print the lake's checks
@@ -81,7 +75,7 @@ def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, c
     from pipelines.cli import main
 
     cfg, report = clean_lake
-    _use_lake(monkeypatch, lake_dir, "dq_clean")
+    use_variant(monkeypatch, lake_dir, "dq_clean")
     assert main(["--env", "test", "reconcile"]) == 0
     out = capsys.readouterr().out
     assert "MISMATCH" not in out and report.run_id in out  # families, files and this run's figures
@@ -199,7 +193,7 @@ def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake
     bad = landing / "site" / "broken" / "eventType=hist_login" / "part-00000.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("\n".join(["<html>gateway timeout</html>"] * 400) + "\n", encoding="utf-8")
-    _use_lake(monkeypatch, lake_dir, "dq_broken")
+    use_variant(monkeypatch, lake_dir, "dq_broken")
     from pipelines.cli import main
 
     code = main(["--env", "test", "refresh", "--layers", "bronze,silver"])
