@@ -27,7 +27,7 @@ from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
-from pipelines.spark_session import describe_jobs, interpreted_below
+from pipelines.spark_session import describe_jobs, small_input_below
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
@@ -228,8 +228,9 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
         feed.log_quiet_sites(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)
-    # gold over a small silver runs interpreted: compiling its ~150 queries would cost more than they take
-    with interpreted_below(spark, cfg, _silver_rows(spark, cfg)):
+    # gold over a small silver runs with the small-input settings: planning and compiling its ~150 queries
+    # the adaptive, compiled way would cost more than they take
+    with small_input_below(spark, cfg, _silver_rows(spark, cfg)):
         _build_gold(spark, cfg, report, log)
     gold_inputs.record_built(spark, cfg, inputs)
     feed.log_quiet_sites(spark, cfg, log=log)

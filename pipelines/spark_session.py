@@ -28,17 +28,26 @@ def describe_jobs(spark: SparkSession, text: str | None) -> None:
     spark.sparkContext.setJobDescription(text)
 
 
-# Spark's settings for running a query interpreted: no whole-stage code, no generated expressions.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# Spark's settings for a small input, whose queries cost what planning them costs, not their rows:
+# interpreted (no whole-stage code, no generated expressions: compiling a query's Java costs about as
+# much on 400 rows as on a million); planned once, not re-planned after each stage (adaptive execution
+# re-plans to size shuffles and joins from what a stage produced, nothing to gain on a few thousand
+# rows); one shuffle partition (without adaptive execution nothing would merge the configured ones
+# into the one a small result needs: one task, one file per written partition). docs/performance.md.
+SMALL_INPUT = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
 
 
 @contextmanager
-def interpreted_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[bool]:
-    """Run the block's queries interpreted when they read fewer than ``spark.codegen_min_rows`` rows
-    (yields whether they do). Compiling a query's Java costs about as much on 400 rows as on a
-    million: on small inputs interpreting is the faster of the two (docs/performance.md). Settings an
-    operator gave in ``spark.extra_conf`` win."""
-    mine = {k: v for k, v in INTERPRETED.items() if k not in cfg.get("spark.extra_conf")}
+def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[bool]:
+    """Run the block's queries with the small-input settings (``SMALL_INPUT``) when they read fewer
+    than ``spark.codegen_min_rows`` rows (yields whether they do). Settings an operator gave in
+    ``spark.extra_conf`` win."""
+    mine = {k: v for k, v in SMALL_INPUT.items() if k not in cfg.get("spark.extra_conf")}
     if rows >= cfg.get("spark.codegen_min_rows") or not mine:
         yield False
         return

@@ -1,13 +1,14 @@
-"""Small inputs run interpreted (spark.codegen_min_rows): the switch, its undoing, and the row count
-a silver batch is judged by."""
+"""Small inputs run interpreted, planned once, on one shuffle partition (spark.codegen_min_rows): the
+switch, its undoing, and the row count a silver batch is judged by."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from pipelines.activity_log.silver.promote import appended_versions, bronze_row_count
 from pipelines.config import load_config
-from pipelines.spark_session import INTERPRETED, interpreted_below
+from pipelines.spark_session import SMALL_INPUT, small_input_below
 
 
 def _cfg(cfg, **overrides):
@@ -17,28 +18,32 @@ def _cfg(cfg, **overrides):
 
 
 def _settings(spark) -> dict:
-    return {key: spark.conf.get(key, None) for key in INTERPRETED}
+    return {key: spark.conf.get(key, None) for key in SMALL_INPUT}
 
 
-def test_a_small_input_runs_interpreted_and_the_settings_come_back_after(spark, cfg):
+def test_a_small_input_runs_with_its_settings_and_they_come_back_after(spark, cfg):
     small = _cfg(cfg, codegen_min_rows="1000")
     before = _settings(spark)
-    with interpreted_below(spark, small, 999) as interpreted:
-        assert interpreted and _settings(spark) == INTERPRETED
+    with small_input_below(spark, small, 999) as interpreted:
+        assert interpreted and _settings(spark) == SMALL_INPUT
         assert spark.sql("select sum(id) from range(100)").first()[0] == 4950  # and queries still answer
     assert _settings(spark) == before
-    with interpreted_below(spark, small, 1000) as interpreted:
+    with small_input_below(spark, small, 1000) as interpreted:
         assert not interpreted and _settings(spark) == before
-    with interpreted_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as interpreted:
+    with small_input_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as interpreted:
         assert not interpreted  # 0: always compiled
 
 
-def test_an_operators_own_setting_wins(spark, cfg):
-    given = _cfg(cfg, codegen_min_rows="1000",
-                 extra_conf='{"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}')
+def test_an_operators_own_settings_win(spark, cfg):
+    given = {"spark.sql.codegen.wholeStage": "true", "spark.sql.adaptive.enabled": "true"}
     before = _settings(spark)
-    with interpreted_below(spark, given, 10) as interpreted:
-        assert not interpreted and _settings(spark) == before
+    with small_input_below(spark, _cfg(cfg, codegen_min_rows="1000", extra_conf=json.dumps(given)), 10) as applied:
+        now = _settings(spark)
+        assert applied and {k: now[k] for k in given} == {k: before[k] for k in given}  # the operator's stay
+        assert {k: now[k] for k in SMALL_INPUT if k not in given} == {k: v for k, v in SMALL_INPUT.items() if k not in given}
+    assert _settings(spark) == before
+    with small_input_below(spark, _cfg(cfg, codegen_min_rows="1000", extra_conf=json.dumps(SMALL_INPUT)), 10) as applied:
+        assert not applied  # all of them given: nothing of ours to set
 
 
 def test_a_batch_is_judged_by_the_rows_its_bronze_commits_appended(spark, cfg, tmp_path):

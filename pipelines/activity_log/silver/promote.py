@@ -40,7 +40,7 @@ from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.spark_session import describe_jobs, interpreted_below
+from pipelines.spark_session import describe_jobs, small_input_below
 from pipelines.tables import Tables, tables
 
 if TYPE_CHECKING:
@@ -366,8 +366,8 @@ def promote_family(
             _record_no_rows(spark, t, family, run_id, app_id, upto)
             log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
             continue
-        # a small batch runs interpreted: compiling its queries would cost more than they take
-        with interpreted_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
+        # a small batch runs with the small-input settings: compiling its queries would cost more than they take
+        with small_input_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
             r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
