@@ -1,9 +1,12 @@
-"""What the live feed carries beyond the bundled references (issue 16): the registry's second source
-typed through silver into gold, and quarantined rows of event types the registry learns replayed once."""
+"""What the live feed carries beyond the bundled references (issue 16): quarantined rows of event types
+the registry learns replayed once, and the registry's second source typed through silver into gold.
+One lake for both, in that order: a first delivery promoted while the registry does not know the live
+feed's types (then replayed), a second one for the next day promoted by the registry that does."""
 
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions as F
@@ -24,45 +27,10 @@ LIVE_TYPES = ("vizql_http_request", "bridge_job")
 pytestmark = pytest.mark.spark
 
 
-def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, lake_dir):
-    cfg = load_config("test", environ={**variant_environ(lake_dir, "live"), "AUDITLAKE__SILVER__EVENT_VIEWS": "true"})
-    summary = generate_activity_log(cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True)
-    assert set(LIVE_TYPES) <= set(summary["event_types"])
-    run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
-    # the marts the live-feed types reach, and the models they read (a whole gold build is the gold tests')
-    run_dbt(spark, cfg, ["run", "--quiet", "--select", "+fct_content_access +fct_background_jobs +fct_logins"])
-    t = tables(cfg)
+@pytest.fixture(scope="module")
+def live_environ(lake_dir) -> dict[str, str]:
+    return variant_environ(lake_dir, "live")
 
-    site = spark.table(t.silver_events("site"))
-    types = dict(site.dtypes)
-    current = site.where("edition = 'current'")  # a legacy-edition record carries no live-feed attribute
-    assert types["event_outcome"] == "string" and types["event_processed_time"] == "timestamp"
-    assert types["site_id"] == "bigint" and types["site_id_string"] == "string"  # one name, two types
-    assert types["job_id"] == "bigint" and "job_id_bigint" not in types  # integer and long: one column
-    row = current.agg(
-        F.count_if(F.col("event_processed_time") > F.col("event_time")).alias("processed_later"),
-        F.count_if(F.col("event_outcome").isNotNull()).alias("outcomes"),
-        F.count_if(F.col("_rescued_data").isNotNull()).alias("rescued"),
-        F.count("*").alias("rows"),
-    ).first()
-    assert row["processed_later"] == row["outcomes"] == row["rows"] > 0
-    assert row["rescued"] == 0 and site.where("_rescued_data IS NOT NULL").count() == 0
-    assert spark.table(t.quarantine).where(F.col("reason") == UNKNOWN_EVENT_TYPE).count() == 0
-
-    requests = spark.table(t.event_view("vizql_http_request"))
-    assert requests.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND duration > 0").count() > 0
-    bridge = spark.table(t.event_view("bridge_job"))
-    assert dict(bridge.dtypes)["site_id_string"] == "string" and bridge.where("site_id_string IS NULL").count() == 0
-
-    access = spark.table(t.gold("fct_content_access")).where("access_kind = 'view_request'")
-    hits = access.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND session_id IS NOT NULL "
-                        "AND content_type = 'view' AND content_luid IS NOT NULL")
-    assert hits.count() == access.count() == requests.count() > 0
-    assert spark.table(t.gold("fct_background_jobs")).where("runner = 'bridge' AND bridge_job_id IS NOT NULL").count()
-    logins = spark.table(t.gold("fct_logins")).where("family = 'site'")
-    assert logins.where("outcome = 'success'").count() == logins.count() > 0
-    assert logins.where("outcome_reason IS NOT NULL").count() > 0  # eventOutcomeReason, where the record has it
-    assert all(r.balanced for r in (reconcile_family(spark, cfg, f) for f in ("site", "tenant")) if r)
 
 
 def _registry_without(types: tuple[str, ...]) -> dict:
@@ -83,8 +51,8 @@ class _Killed(RuntimeError):
     pass
 
 
-def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their_type(spark, lake_dir, monkeypatch):
-    cfg = load_config("test", environ=variant_environ(lake_dir, "replay"))
+def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their_type(spark, live_environ, monkeypatch):
+    cfg = load_config("test", environ=live_environ)
     t = tables(cfg)
     generate_activity_log(cfg.path("paths.landing_dir"), 200, seed=8, days=1, live_feed=True)
 
@@ -133,3 +101,46 @@ def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their
     assert _site_counts(spark, t) == after
     logged = spark.table(t.quarantine_replays).where("family = 'site'").collect()
     assert [(r["batch_id"], r["replayed"]) for r in logged] == [(1, before["quarantined"])]
+
+
+def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, live_environ):
+    # the event views are made by this refresh (the replay's registry would have made them stale)
+    cfg = load_config("test", environ={**live_environ, "AUDITLAKE__SILVER__EVENT_VIEWS": "true"})
+    summary = generate_activity_log(cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True,
+                                    start=datetime(2026, 6, 2, tzinfo=UTC))  # the day after the replay's
+    assert set(LIVE_TYPES) <= set(summary["event_types"])
+    run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
+    # the marts the live-feed types reach, and the models they read (a whole gold build is the gold tests')
+    run_dbt(spark, cfg, ["run", "--quiet", "--select", "+fct_content_access +fct_background_jobs +fct_logins"])
+    t = tables(cfg)
+
+    site = spark.table(t.silver_events("site"))
+    types = dict(site.dtypes)
+    current = site.where("edition = 'current'")  # a legacy-edition record carries no live-feed attribute
+    assert types["event_outcome"] == "string" and types["event_processed_time"] == "timestamp"
+    assert types["site_id"] == "bigint" and types["site_id_string"] == "string"  # one name, two types
+    assert types["job_id"] == "bigint" and "job_id_bigint" not in types  # integer and long: one column
+    row = current.agg(
+        F.count_if(F.col("event_processed_time") > F.col("event_time")).alias("processed_later"),
+        F.count_if(F.col("event_outcome").isNotNull()).alias("outcomes"),
+        F.count_if(F.col("_rescued_data").isNotNull()).alias("rescued"),
+        F.count("*").alias("rows"),
+    ).first()
+    assert row["processed_later"] == row["outcomes"] == row["rows"] > 0
+    assert row["rescued"] == 0 and site.where("_rescued_data IS NOT NULL").count() == 0
+    assert spark.table(t.quarantine).where(F.col("reason") == UNKNOWN_EVENT_TYPE).count() == 0
+
+    requests = spark.table(t.event_view("vizql_http_request"))
+    assert requests.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND duration > 0").count() > 0
+    bridge = spark.table(t.event_view("bridge_job"))
+    assert dict(bridge.dtypes)["site_id_string"] == "string" and bridge.where("site_id_string IS NULL").count() == 0
+
+    access = spark.table(t.gold("fct_content_access")).where("access_kind = 'view_request'")
+    hits = access.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND session_id IS NOT NULL "
+                        "AND content_type = 'view' AND content_luid IS NOT NULL")
+    assert hits.count() == access.count() == requests.count() > 0
+    assert spark.table(t.gold("fct_background_jobs")).where("runner = 'bridge' AND bridge_job_id IS NOT NULL").count()
+    logins = spark.table(t.gold("fct_logins")).where("family = 'site'")
+    assert logins.where("outcome = 'success'").count() == logins.count() > 0
+    assert logins.where("outcome_reason IS NOT NULL").count() > 0  # eventOutcomeReason, where the record has it
+    assert all(r.balanced for r in (reconcile_family(spark, cfg, f) for f in ("site", "tenant")) if r)
