@@ -3,6 +3,7 @@
     auditlake setup                         fetch the JARs; record the driver's class archive (once)
     auditlake registry --format json        print the event registry
     auditlake refresh --layers bronze [--source DIR]
+    auditlake refresh --every 1h [--runs N]  the same every hour in one process (its JVM warm between runs)
     auditlake gold staging | gold dbt ARGS  regenerate dbt staging models; run dbt in-process
     auditlake sql "SELECT ..." [--format table|csv|json]
     auditlake serve [--role auditor]        Thrift server (JDBC/ODBC): analysts' (masked) or auditors' (clear)
@@ -31,7 +32,7 @@ import json
 import re
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -180,9 +181,51 @@ def refresh(cfg: Config, layers: list[str], source: Path | None = None, wait: fl
 def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.refresh import parse_layers
 
-    balanced = refresh(cfg, parse_layers(args.layers), Path(args.source) if args.source else None,
-                       wait=args.wait, full_listing=args.full_listing, summary=args.summary)
+    layers, source = parse_layers(args.layers), Path(args.source) if args.source else None
+    if args.every is not None or args.runs is not None:
+        if args.every is None or args.summary or (args.runs is not None and args.runs < 1):
+            raise ConfigError("--every PERIOD [--runs N]: --runs needs --every and N of at least 1; "
+                              "--summary is for one refresh")
+        return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing)
+    balanced = refresh(cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary)
     return 0 if balanced else 1
+
+
+def parse_every(text: str) -> float:
+    """``--every``'s period in seconds: a whole number of seconds, minutes or hours (``90s``, ``15m``, ``1h``)."""
+    match = re.fullmatch(r"([1-9][0-9]*)([smh])", text.strip())
+    if not match:
+        raise ConfigError(f"--every {text!r}: give a period such as 15m, 1h or 90s")
+    return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None = None,
+                  full_listing: bool = False, sleep=time.sleep) -> int:
+    """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
+    JVM stays warm between runs: a delivery's refresh costs about half a new process's, one with nothing
+    new a quarter (docs/performance.md, "Issue 30, eighth step"). A run that fails or finds another
+    refresh running is said in one line (the trace in the error log) and the next one comes on time;
+    a run that overruns its period is followed at once. Exit 1 if any run failed."""
+    failed, run = 0, 0
+    next_at = time.monotonic()
+    while runs is None or run < runs:
+        run += 1
+        try:
+            refresh(cfg, layers, source, full_listing=full_listing)
+        except RefreshBusyError as exc:
+            log(f"refresh every {every:g}s: run {run} skipped: {exc}")
+        except Exception as exc:  # the next run may well succeed (a source back up, a file fixed)
+            failed += 1
+            where = _write_traceback(cfg)
+            log(f"refresh every {every:g}s: run {run} failed: {_one_line(exc)}"
+                + (f" (details in {where})" if where else ""))
+        if runs is not None and run >= runs:
+            break
+        next_at = max(next_at + every, time.monotonic())
+        wait = next_at - time.monotonic()
+        log(f"refresh every {every:g}s: next run at {datetime.now(UTC) + timedelta(seconds=wait):%H:%M:%S} UTC")
+        sleep(max(0.0, wait))
+    return 1 if failed else 0
 
 
 def cmd_gold_staging(cfg: Config, args: argparse.Namespace) -> int:
@@ -406,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait", type=float, default=0.0, metavar="SECONDS",
         help="if another refresh is running, wait up to this long for it (default: exit at once, code 75)",
     )
+    p.add_argument("--every", metavar="PERIOD",
+                   help="refresh again every PERIOD (15m, 1h, 90s) in this one process, its JVM warm between "
+                        "runs, until stopped (a failed run is said and the next one comes on time)")
+    p.add_argument("--runs", type=int, metavar="N", help="with --every: stop after N runs")
     p.add_argument("--summary", action="store_true",
                    help="then print rows per table, quarantine by reason, files by verdict, the whole-lake "
                         "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "

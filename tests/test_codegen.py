@@ -40,9 +40,11 @@ def test_an_operators_own_settings_win(spark, cfg):
     with small_input_below(spark, _cfg(cfg, codegen_min_rows="1000", extra_conf=json.dumps(given)), 10) as applied:
         now = _settings(spark)
         assert applied and {k: now[k] for k in given} == {k: before[k] for k in given}  # the operator's stay
-        assert {k: now[k] for k in SMALL_INPUT if k not in given} == {k: v for k, v in SMALL_INPUT.items() if k not in given}
+        ours = {k: v for k, v in SMALL_INPUT.items() if k not in given}
+        assert {k: now[k] for k in ours} == ours
     assert _settings(spark) == before
-    with small_input_below(spark, _cfg(cfg, codegen_min_rows="1000", extra_conf=json.dumps(SMALL_INPUT)), 10) as applied:
+    every = _cfg(cfg, codegen_min_rows="1000", extra_conf=json.dumps(SMALL_INPUT))
+    with small_input_below(spark, every, 10) as applied:
         assert not applied  # all of them given: nothing of ours to set
 
 

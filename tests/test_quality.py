@@ -96,6 +96,36 @@ def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, c
         spark.sql(f"RESTORE TABLE {ledger} TO VERSION AS OF {version}")
 
 
+def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop_it(spark, clean_lake, lake_dir,
+                                                                                   monkeypatch, capsys):
+    """`refresh --every`: runs on time in one process; the first run fails (its source down), the
+    next ones still come; the exit code says one failed; a period it cannot read is a usage error."""
+    import pipelines.refresh
+    from pipelines.cli import main
+
+    cfg, _ = clean_lake
+    use_variant(monkeypatch, lake_dir, "dq_clean")
+    assert main(["--env", "test", "refresh", "--every", "soon"]) == 2
+    assert "--every 'soon': give a period such as 15m" in capsys.readouterr().err
+
+    runs_table = tables(cfg).refresh_runs
+    runs_before = spark.table(runs_table).select("run_id").distinct().count()
+    real, calls = pipelines.refresh.run_refresh, []
+
+    def first_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the landing share is not mounted\nand a second line")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipelines.refresh, "run_refresh", first_fails)
+    assert main(["--env", "test", "refresh", "--layers", "silver", "--every", "1s", "--runs", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "refresh every 1s: run 1 failed: the landing share is not mounted and a second line" in out
+    assert out.count("refresh every 1s: next run at") == 2 and len(calls) == 3
+    assert spark.table(runs_table).select("run_id").distinct().count() == runs_before + 2
+
+
 def _events(spark, cfg):
     # ordered so that every evaluation of the frame gives the same 50 rows (a bare limit may not)
     return spark.table(tables(cfg).silver_events("site")).orderBy("event_id").limit(50)
