@@ -200,7 +200,7 @@ def parse_every(text: str) -> float:
 
 
 def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None = None,
-                  full_listing: bool = False, sleep=time.sleep) -> int:
+                  full_listing: bool = False) -> int:
     """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
     JVM stays warm between runs: a delivery's refresh costs about half a new process's, one with nothing
     new a quarter (docs/performance.md, "Issue 30, eighth step"). A run that fails or finds another
@@ -224,7 +224,7 @@ def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None
         next_at = max(next_at + every, time.monotonic())
         wait = next_at - time.monotonic()
         log(f"refresh every {every:g}s: next run at {datetime.now(UTC) + timedelta(seconds=wait):%H:%M:%S} UTC")
-        sleep(max(0.0, wait))
+        time.sleep(max(0.0, wait))
     return 1 if failed else 0
 
 
