@@ -206,6 +206,15 @@ def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None
     new a quarter (docs/performance.md, "Issue 30, eighth step"). A run that fails or finds another
     refresh running is said in one line (the trace in the error log) and the next one comes on time;
     a run that overruns its period is followed at once. Exit 1 if any run failed."""
+    try:
+        return _refresh_loop(cfg, layers, every, runs, source, full_listing)
+    except KeyboardInterrupt:  # Ctrl-C: a refresh cut short is finished by the next one (crash safety)
+        log(f"refresh every {every:g}s: stopped")
+        return 130
+
+
+def _refresh_loop(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None,
+                  full_listing: bool) -> int:
     failed, run = 0, 0
     next_at = time.monotonic()
     while runs is None or run < runs:
