@@ -183,9 +183,10 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
 
     layers, source = parse_layers(args.layers), Path(args.source) if args.source else None
     if args.every is not None or args.runs is not None:
-        if args.every is None or args.summary or (args.runs is not None and args.runs < 1):
+        if args.every is None or args.summary or args.wait or (args.runs is not None and args.runs < 1):
             raise ConfigError("--every PERIOD [--runs N]: --runs needs --every and N of at least 1; "
-                              "--summary is for one refresh")
+                              "--summary and --wait are for one refresh (--every skips a run that finds "
+                              "another one running)")
         return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing)
     balanced = refresh(cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary)
     return 0 if balanced else 1
@@ -199,13 +200,17 @@ def parse_every(text: str) -> float:
     return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
+# `refresh --every` gives up after this many failed runs in a row (a supervisor can then restart it)
+FAILURES_IN_A_ROW = 3
+
+
 def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None = None,
                   full_listing: bool = False) -> int:
     """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
-    JVM stays warm between runs: a delivery's refresh costs about half a new process's, one with nothing
-    new a quarter (docs/performance.md, "Issue 30, eighth step"). A run that fails or finds another
-    refresh running is said in one line (the trace in the error log) and the next one comes on time;
-    a run that overruns its period is followed at once. Exit 1 if any run failed."""
+    JVM stays warm between runs (docs/performance.md, "Issue 30, eighth step"). A run that fails is said
+    in one line (its trace in the error log), one that finds another refresh running is skipped, and
+    the next one comes on time; a run that overruns its period is followed at once. Exit 1 if any run
+    failed, at once after ``FAILURES_IN_A_ROW`` failures in a row; 130 on Ctrl-C."""
     try:
         return _refresh_loop(cfg, layers, every, runs, source, full_listing)
     except KeyboardInterrupt:  # Ctrl-C: a refresh cut short is finished by the next one (crash safety)
@@ -215,19 +220,23 @@ def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None
 
 def _refresh_loop(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None,
                   full_listing: bool) -> int:
-    failed, run = 0, 0
+    failed, in_a_row, run = 0, 0, 0
     next_at = time.monotonic()
     while runs is None or run < runs:
         run += 1
         try:
             refresh(cfg, layers, source, full_listing=full_listing)
+            in_a_row = 0
         except RefreshBusyError as exc:
             log(f"refresh every {every:g}s: run {run} skipped: {exc}")
         except Exception as exc:  # the next run may well succeed (a source back up, a file fixed)
-            failed += 1
+            failed, in_a_row = failed + 1, in_a_row + 1
             where = _write_traceback(cfg)
             log(f"refresh every {every:g}s: run {run} failed: {_one_line(exc)}"
                 + (f" (details in {where})" if where else ""))
+            if in_a_row >= FAILURES_IN_A_ROW:  # e.g. the JVM gone: every later run would fail too
+                log(f"refresh every {every:g}s: {in_a_row} runs in a row failed: stopping (exit 1)")
+                return 1
         if runs is not None and run >= runs:
             break
         next_at = max(next_at + every, time.monotonic())

@@ -31,7 +31,7 @@ def test_a_small_input_runs_with_its_settings_and_they_come_back_after(spark, cf
     with small_input_below(spark, small, 1000) as interpreted:
         assert not interpreted and _settings(spark) == before
     with small_input_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as interpreted:
-        assert not interpreted  # 0: always compiled
+        assert not interpreted  # 0: never the small-input settings
 
 
 def test_an_operators_own_settings_win(spark, cfg):

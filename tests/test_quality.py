@@ -125,6 +125,16 @@ def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop
     assert out.count("refresh every 1s: next run at") == 2 and len(calls) == 3
     assert spark.table(runs_table).select("run_id").distinct().count() == runs_before + 2
 
+    # every run failing (the JVM gone, say): it stops after three in a row, for a supervisor to restart it
+    def always_fails(*_args, **_kwargs):
+        raise RuntimeError("the landing share is not mounted")
+
+    monkeypatch.setattr(pipelines.refresh, "run_refresh", always_fails)
+    assert main(["--env", "test", "refresh", "--every", "1s"]) == 1  # no --runs: only the failures end it
+    out = capsys.readouterr().out
+    assert out.count("failed: the landing share is not mounted") == 3 and "3 runs in a row failed: stopping" in out
+    assert main(["--env", "test", "refresh", "--every", "1h", "--wait", "60"]) == 2  # --wait is for one refresh
+
 
 def _events(spark, cfg):
     # ordered so that every evaluation of the frame gives the same 50 rows (a bare limit may not)
