@@ -160,7 +160,6 @@ def render_refresh(fig: dict, cfg: Config) -> str:
         "",
     ]
     out += [f"- {secs:.1f} s: `{text.replace('`', '')}`" for secs, text in _gaps(delivered["lines"])]
-
     dbt = delivered.get("dbt") or {}
     if dbt:
         kinds = ", ".join(f"{n} {k}s {s:.0f} thread-s" for k, (n, s) in dbt["kinds"].items())

@@ -183,8 +183,8 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
 
     layers, source = parse_layers(args.layers), Path(args.source) if args.source else None
     if args.every is not None or args.runs is not None:
-        if args.every is None or args.summary or args.wait or (args.runs is not None and args.runs < 1):
-            raise ConfigError("--every PERIOD [--runs N]: --runs needs --every and N of at least 1; "
+        if args.every is None or args.summary or args.wait:
+            raise ConfigError("--every PERIOD [--runs N]: --runs needs --every; "
                               "--summary and --wait are for one refresh (--every skips a run that finds "
                               "another one running)")
         return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing)
@@ -470,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--every", metavar="PERIOD",
                    help="refresh again every PERIOD (15m, 1h, 90s) in this one process, its JVM warm between "
                         "runs, until stopped (a failed run is said and the next one comes on time)")
-    p.add_argument("--runs", type=int, metavar="N", help="with --every: stop after N runs")
+    p.add_argument("--runs", type=positive_int, metavar="N", help="with --every: stop after N runs")
     p.add_argument("--summary", action="store_true",
                    help="then print rows per table, quarantine by reason, files by verdict, the whole-lake "
                         "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "

@@ -24,14 +24,14 @@ def _settings(spark) -> dict:
 def test_a_small_input_runs_with_its_settings_and_they_come_back_after(spark, cfg):
     small = _cfg(cfg, codegen_min_rows="1000")
     before = _settings(spark)
-    with small_input_below(spark, small, 999) as interpreted:
-        assert interpreted and _settings(spark) == SMALL_INPUT
+    with small_input_below(spark, small, 999) as applied:
+        assert applied and _settings(spark) == SMALL_INPUT
         assert spark.sql("select sum(id) from range(100)").first()[0] == 4950  # and queries still answer
     assert _settings(spark) == before
-    with small_input_below(spark, small, 1000) as interpreted:
-        assert not interpreted and _settings(spark) == before
-    with small_input_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as interpreted:
-        assert not interpreted  # 0: never the small-input settings
+    with small_input_below(spark, small, 1000) as applied:
+        assert not applied and _settings(spark) == before
+    with small_input_below(spark, _cfg(cfg, codegen_min_rows="0"), 0) as applied:
+        assert not applied  # 0: never the small-input settings
 
 
 def test_an_operators_own_settings_win(spark, cfg):

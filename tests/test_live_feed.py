@@ -32,7 +32,6 @@ def live_environ(lake_dir) -> dict[str, str]:
     return variant_environ(lake_dir, "live")
 
 
-
 def _registry_without(types: tuple[str, ...]) -> dict:
     old = copy.deepcopy(registry.load_registry())
     for name in types:
