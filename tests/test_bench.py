@@ -71,3 +71,64 @@ def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_s
     assert "- 98.0 s: `gold: 105 pass, 39 success in 98.0s`" in text
     assert "39 models 300 thread-s, 105 tests 200 thread-s" in text
     assert "| +400 events | **150.0** | 1.0 | 2.0 | 3.0 |" in text
+
+
+def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_that_grew():
+    from devtools.bench_history import render_history
+    from pipelines.config import load_config
+
+    def run(history: int, gold: float, nodes) -> dict:
+        return {"size": history, "history": history, "weeks": history // 100_000, "seed_s": 1.0,
+                "first_gold_s": 90.0, "delivered": 10_000, "seconds": {"bronze": 4.0, "silver": 20.0, "gold": gold},
+                "total_s": 24.0 + gold, "dbt_nodes": nodes}
+
+    small = run(500_000, 80.0, [("dim_users", "model", 10.0), ("fct_logins", "model", 5.0)])
+    large = run(2_000_000, 100.0, [("dim_users", "model", 25.0), ("fct_logins", "model", 5.5),
+                                   ("rpt_new", "model", 2.0)])
+    text = render_history([small, large], load_config("test"))
+    assert "**1.25x**" in text  # 100 / 80
+    assert "| dim_users | model | 10.0 | 25.0 | +15.0 |" in text
+    assert text.index("| dim_users |") < text.index("| rpt_new |") < text.index("| fct_logins |")
+
+
+def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tmp_path):
+    from devtools.bench_history import seed_history
+
+    user, job = "0a5f1e2c-1111-4222-8333-944455556666", "7b3c2d1e-aaaa-4bbb-8ccc-ddddeeeeffff"
+    rows = spark.createDataFrame(
+        [("e1", "2026-06-08 10:00:00", "2026-06-08", user, job), ("e2", "2026-06-09 11:00:00", "2026-06-09", user, None)],
+        "event_id string, event_time string, event_date string, actor_user_luid string, job_luid string",
+    ).selectExpr("event_id", "cast(event_time as timestamp) event_time", "cast(event_date as date) event_date",
+                 "actor_user_luid", "job_luid")
+    rows.write.format("delta").save(str(tmp_path / "t"))
+    spark.sql(f"CREATE TABLE bench_seed_test USING delta LOCATION '{tmp_path / 't'}'")
+    try:
+        assert seed_history(spark, "bench_seed_test", 2) == 6
+        seeded = spark.table("bench_seed_test").collect()
+    finally:
+        spark.sql("DROP TABLE bench_seed_test")
+    assert len({r.event_id for r in seeded}) == 6
+    assert sorted(str(r.event_date) for r in seeded) == ["2026-05-25", "2026-05-26", "2026-06-01", "2026-06-02",
+                                                         "2026-06-08", "2026-06-09"]
+    assert {r.actor_user_luid for r in seeded} == {user}  # the same people
+    jobs = [r.job_luid for r in seeded if r.job_luid]
+    assert len(set(jobs)) == 3 and all(len(j) == 36 and j.count("-") == 4 and j == j.lower() for j in jobs)
+    assert sum(r.job_luid is None for r in seeded) == 3
+
+
+def test_the_typed_floor_reads_both_record_shapes_with_silvers_types(spark, tmp_path):
+    import json
+
+    from devtools.bench import typed_floor
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    flat = {"eventType": "hist_login", "eventTime": "2026-06-01T10:00:00.123456789Z", "actorUserLuid": "u1"}
+    envelope = {"metadata": {"eventType": "hist_login"},
+                "event": {"eventTime": "2026-06-01T11:00:00Z", "actorUserLuid": "u2"}}
+    (landing / "part-00000.json").write_text(json.dumps(flat) + "\n" + json.dumps(envelope) + "\n")
+    assert typed_floor(spark, landing, tmp_path / "out") == 2
+    read = spark.read.parquet(str(tmp_path / "out"))
+    assert dict(read.dtypes)["eventTime"] == "timestamp"
+    times = read.selectExpr("coalesce(eventTime, event.eventTime) t").where("t is not null").count()
+    assert times == 2
