@@ -96,7 +96,8 @@ def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tm
 
     user, job = "0a5f1e2c-1111-4222-8333-944455556666", "7b3c2d1e-aaaa-4bbb-8ccc-ddddeeeeffff"
     rows = spark.createDataFrame(
-        [("e1", "2026-06-08 10:00:00", "2026-06-08", user, job), ("e2", "2026-06-09 11:00:00", "2026-06-09", user, None)],
+        [("e1", "2026-06-08 10:00:00", "2026-06-08", user, job),
+         ("e2", "2026-06-09 11:00:00", "2026-06-09", user, None)],
         "event_id string, event_time string, event_date string, actor_user_luid string, job_luid string",
     ).selectExpr("event_id", "cast(event_time as timestamp) event_time", "cast(event_date as date) event_date",
                  "actor_user_luid", "job_luid")

@@ -3,21 +3,26 @@
 -- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
--- deliveries); the merge replaces them by job_luid.
-{% if is_incremental() %}
-    with background_job_events as (
-        {{ group_events('background_jobs', 'site', [['job_luid', 'string'], ['silver_ingest_ts', 'timestamp']]) }}
-    ),
-
-    touched as (
-        select distinct job_luid
-        from background_job_events
-        {{ newer_than_mart() }}
-    )
-{% endif %}
-
-select j.*
-from {{ ref('int_background_job_states') }} as j
-{% if is_incremental() %}
-    left semi join touched as t on j.job_luid = t.job_luid
+-- deliveries); the merge replaces them by job_luid. Every event of such a job is at or after the
+-- earliest of its new events and its first_event_at, so silver is read from there on only
+-- (macros/history_window.sql): a delivery's cost does not grow with the years of history.
+-- A mart built before first_event_at existed is recomputed from all of history once.
+{% if is_incremental_with(['first_event_at']) %}
+    {%- set new_states -%}
+        select job_luid, event_time
+        from ({{ group_events('background_jobs', 'site', [
+            ['job_luid', 'string'], ['event_time', 'timestamp'], ['silver_ingest_ts', 'timestamp']
+        ]) }}) as e
+        where job_luid is not null and silver_ingest_ts > {{ mart_watermark('silver_ingest_ts') }}
+    {%- endset -%}
+    {%- set start = window_start(
+        "select least((select min(event_time) from (" ~ new_states ~ ") as n), "
+        ~ "(select min(m.first_event_at) from " ~ this ~ " as m "
+        ~ "left semi join (" ~ new_states ~ ") as n on m.job_luid = n.job_luid))"
+    ) -%}
+    {{ background_job_states(
+        in_window(start) ~ " and job_luid in (select job_luid from (" ~ new_states ~ ") as n)"
+    ) }}
+{% else %}
+    select * from {{ ref('int_background_job_states') }}
 {% endif %}
