@@ -77,16 +77,11 @@ def generate_demo_sample(cfg: Config, landing: Path) -> dict:
                                   snapshot_every=cfg.get("generate.snapshot_every_hours"))
 
 
-# The delivery a layer's bench measures by default: the demo's hourly few hundred; issue 30's +10,000 on a long history.
-BENCH_DELIVERY = {"refresh": 400, "history": 10_000}
-
-
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
     from devtools.bench import run_bench
 
-    delivery = args.delivery or BENCH_DELIVERY.get(args.layer)
     run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log,
-              delivery=delivery)
+              delivery=args.delivery)
     return 0
 
 
@@ -150,7 +145,7 @@ def register(sub) -> None:
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
     p.add_argument("--delivery", type=positive_int,
                    help="--layer refresh / history: the new events of the delivery measured (the next day's; "
-                        "default 400 / 10,000)")
+                        "default: BENCH_DELIVERY in devtools/bench.py)")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
 

@@ -78,7 +78,7 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
     from pipelines.config import load_config
 
     def run(history: int, gold: float, nodes) -> dict:
-        return {"size": history, "history": history, "weeks": history // 100_000, "seed_s": 1.0,
+        return {"size": history, "history": history, "weeks": history // 100_000, "base_s": 50.0, "seed_s": 1.0,
                 "first_gold_s": 90.0, "delivered": 10_000, "seconds": {"bronze": 4.0, "silver": 20.0, "gold": gold},
                 "total_s": 24.0 + gold, "dbt_nodes": nodes}
 

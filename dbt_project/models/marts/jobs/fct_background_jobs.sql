@@ -5,7 +5,7 @@
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
 -- deliveries); the merge replaces them by job_luid. Every event of such a job is at or after the
 -- earliest of its new events and its first_event_at, so silver is read from there on only
--- (macros/history_window.sql): a delivery's cost does not grow with the years of history.
+-- (macros/history_window.sql): what a delivery reads is bounded by its jobs' spans, not the years.
 -- A mart built before first_event_at existed is recomputed from all of history once.
 {% if is_incremental_with(['first_event_at']) %}
     {%- set new_states -%}

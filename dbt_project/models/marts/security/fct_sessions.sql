@@ -6,7 +6,7 @@
 -- session_id. A session's silver_ingest_ts is the newest of its events, so the mart's newest is the
 -- watermark. A user's new activity can change only the session it falls in (the user's latest
 -- sign-in at or before it) and later ones, so silver is read from the earliest such sign-in on
--- (macros/history_window.sql): a delivery's cost does not grow with the years of history.
+-- (macros/history_window.sql): what a delivery reads is bounded by its sessions, not the years.
 {% if is_incremental() %}
     {%- set new_activity -%}
         select site_luid, actor_user_luid, min(event_time) as first_new
