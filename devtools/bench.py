@@ -513,7 +513,7 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     spark = build_spark(cfg)  # the session's scratch space outside the bench lake, which is wiped
     _fresh_lake(spark, bcfg)
     landing = bcfg.path("paths.landing_dir")
-    generate_activity_log(landing, events, seed=1, days=7)
+    generate_activity_log(landing, events, seed=DATASET_SEED, days=7)
     quiet = lambda _m: None  # noqa: E731
     _report, refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
     log(f"bench: lake of {events} events refreshed in {refresh_s:.0f}s")

@@ -16,9 +16,8 @@
         where job_luid is not null and silver_ingest_ts > {{ mart_watermark('silver_ingest_ts') }}
     {%- endset -%}
     {%- set start = window_start(
-        "select least((select min(event_time) from (" ~ new_states ~ ") as n), "
-        ~ "(select min(m.first_event_at) from " ~ this ~ " as m "
-        ~ "left semi join (" ~ new_states ~ ") as n on m.job_luid = n.job_luid))"
+        "select least(min(n.event_time), min(m.first_event_at)) from (" ~ new_states ~ ") as n "
+        ~ "left join " ~ this ~ " as m on m.job_luid = n.job_luid"
     ) -%}
     {{ background_job_states(
         in_window(start) ~ " and job_luid in (select job_luid from (" ~ new_states ~ ") as n)"
