@@ -217,11 +217,11 @@ def _rewrites(frame: DataFrame, person: Person, tokens: dict[str, str]) -> dict[
 
 
 def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
-    """Every Delta table (views excluded: they hold no data) of the lake's schemas, but the erasure log."""
+    """Every Delta table (views excluded: they hold no data) of the lake's schemas, but the erasure log.
+    Gold's staging schema too: dbt keeps the intermediate tables there (e.g. the site-role history)."""
     t = tables(cfg)
     out = []
-    for layer in LAYER_SCHEMAS:
-        schema = cfg.get(f"{layer}.schema")
+    for schema in [cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [t.gold_staging_schema]:
         if spark.catalog.databaseExists(schema):
             out += [f"{schema}.{name}" for name in sorted(table_names(spark, schema, views=False))]
     return [name for name in out if name != t.erasures]

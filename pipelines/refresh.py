@@ -250,7 +250,9 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
             report.data_docs = gate.finish()
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
-    report.compactions = compact_marts(spark, tables(cfg).gold_schema, cfg.get("gold.compact_files_over"), log=log)
+    t = tables(cfg)  # the marts, and the intermediate tables dbt merges into in gold's staging schema
+    report.compactions = [c for schema in (t.gold_schema, t.gold_staging_schema)
+                          for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)]
     if cfg.get("analyst.enabled"):
         publish_analyst_tables(spark, cfg, log=log)
 

@@ -73,9 +73,9 @@ def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everythi
     publish_analyst_tables(spark, cfg, log=lambda _m: None)  # the copies as current as the marts (whatever ran before)
     quiet = []
     assert publish_analyst_tables(spark, cfg, log=quiet.append) == []
-    assert quiet == [f"gold: 0 of {len(mart_docs())} analyst tables copied to {tables_location(cfg)} "
-                     f"({sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed "
-                     "pseudonyms)"]
+    said = (f"gold: 0 of {len(mart_docs())} analyst tables copied to {tables_location(cfg)} "
+            f"({sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed pseudonyms) in ")
+    assert len(quiet) == 1 and quiet[0].startswith(said) and quiet[0].endswith("s"), quiet
     rotated = Config(cfg.env, {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}},
                      cfg.files)
     # the shared lake's copies keep the rotated key afterwards: the tests after this one need no key

@@ -41,9 +41,10 @@ def _quiet(_message: str) -> None:
 
 
 def _lake_tables(spark, cfg) -> list[str]:
+    """Every table that may hold a person: each layer's, and gold's staging schema's (dbt's incremental
+    intermediate tables, e.g. the site-role history)."""
     out = []
-    for layer in LAYER_SCHEMAS:
-        schema = cfg.get(f"{layer}.schema")
+    for schema in [cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(cfg).gold_staging_schema]:
         if spark.catalog.databaseExists(schema):
             out += [f"{schema}.{n}" for n in sorted(table_names(spark, schema, views=False))]
     return out
@@ -96,6 +97,8 @@ def test_no_table_holds_the_person_after_erase(spark, erased):
                   t.silver_events("tenant"), t.writeback_audit, t.bronze_entity("users"), t.entity_history("users")):
         assert report.rows_by_table.get(table, 0) > 0, table
     assert any(name.startswith(t.gold_schema + ".") for name in report.rows_by_table)
+    # dbt's incremental intermediate tables (gold's staging schema) hold the person's LUID too
+    assert report.rows_by_table.get(f"{t.gold_staging_schema}.int_site_actors", 0) > 0
     holding = {name: n for name in _lake_tables(spark, cfg) if (n := _rows_holding(spark, name, values))}
     assert holding == {}
     # pseudonymised, not deleted: the tokens stand where the values were, and raw lines are still JSON

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -148,6 +149,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         entries[name] = {"source_version": version, "description": doc.description,
                          "columns": {c: d for c, d in doc.columns.items() if d},
                          "masked": sorted(masked_columns(doc))}
+    started = time.monotonic()
     for_each_table(lambda name: _copy_mart(spark, t.gold(name), *todo[name], key), todo)
     copied = list(todo)
     for gone in sorted(set(before) - set(marts)):
@@ -157,5 +159,5 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
                        json.dumps(catalog, indent=1, sort_keys=True))
     masked = sum(len(e["masked"]) for e in entries.values())
     log(f"gold: {len(copied)} of {len(marts)} analyst tables copied to {tables_location(cfg)} "
-        f"({masked} personal columns as keyed pseudonyms)")
+        f"({masked} personal columns as keyed pseudonyms) in {time.monotonic() - started:.1f}s")
     return copied

@@ -2,20 +2,31 @@
 -- version). Users seen only in legacy-edition events (no role stated) get one version with no
 -- role, so every actor of a fact has a row here.
 with role_versions as (
-    select * from {{ ref('int_site_user_role_versions') }}
+    select
+        {{ user_version_key('site_luid', 'user_luid', 'version_number') }} as user_version_key,
+        site_luid,
+        user_luid,
+        version_number,
+        site_role_id,
+        site_role,
+        is_system_admin,
+        valid_from,
+        valid_to,
+        previous_site_role,
+        was_system_admin
+    from {{ ref('int_site_user_role_versions') }}
 ),
 
 actors as (
-    select distinct
+    select
         site_luid,
-        actor_user_luid as user_luid
-    from {{ ref('stg_site__events') }}
-    where actor_user_luid is not null
+        user_luid
+    from {{ ref('int_site_actors') }}
 ),
 
 unversioned as (
     select
-        sha2(concat_ws('|', a.site_luid, a.user_luid, '0'), 256) as user_version_key,
+        {{ user_version_key('a.site_luid', 'a.user_luid', '0') }} as user_version_key,
         a.site_luid,
         a.user_luid,
         0 as version_number,
@@ -23,7 +34,6 @@ unversioned as (
         cast(null as string) as site_role,
         cast(null as boolean) as is_system_admin,
         cast(null as timestamp) as valid_from,
-        cast(null as string) as first_event_id,
         cast(null as timestamp) as valid_to,
         cast(null as string) as previous_site_role,
         cast(null as boolean) as was_system_admin
@@ -43,6 +53,7 @@ identities as (
     group by user_luid
 ),
 
+-- a union matches columns by position: both sides list the same columns in the same order
 all_versions as (
     select * from role_versions
     union all

@@ -7,7 +7,7 @@ with site_versions as (
 
 site_escalations as (
     select
-        user_version_key as escalation_id,
+        {{ user_version_key('site_luid', 'user_luid', 'version_number') }} as escalation_id,
         'site_role_history' as evidence,
         site_luid,
         user_luid,
