@@ -82,8 +82,8 @@ def run_refresh(
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
     secure_lake(cfg)  # the lake's folders the refresh's user's alone: the analysts' server must not read them
     # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
-    for layer in LAYER_SCHEMAS:
-        clear_interrupted_creates(spark, cfg.get(f"{layer}.schema"), log=log, derived=layer == "gold")
+    for schema, derived in recovered_schemas(cfg):
+        clear_interrupted_creates(spark, schema, log=log, derived=derived)
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
     # an erasure a crash left pending is finished before any new row lands (pipelines/erase.py)
     finish_pending_erasure(spark, cfg, log=log)
@@ -255,6 +255,14 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
                           for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)]
     if cfg.get("analyst.enabled"):
         publish_analyst_tables(spark, cfg, log=log)
+
+
+def recovered_schemas(cfg: Config) -> list[tuple[str, bool]]:
+    """The schemas whose killed table creations a refresh clears first, each with whether it is derived
+    (every table rebuilt from another layer: gold, and gold's staging schema, where dbt keeps its
+    incremental intermediate tables)."""
+    layers = [(cfg.get(f"{layer}.schema"), layer == "gold") for layer in LAYER_SCHEMAS]
+    return layers + [(tables(cfg).gold_staging_schema, True)]
 
 
 def _silver_tables(cfg: Config) -> list[str]:

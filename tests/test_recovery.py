@@ -13,6 +13,7 @@ from pipelines.recovery import (
     clear_killed_checkpoint_writes,
     schema_location,
 )
+from pipelines.tables import tables
 
 
 def test_an_interrupted_create_is_cleared_and_a_folder_with_rows_is_not(spark):
@@ -62,3 +63,13 @@ def test_a_killed_checkpoint_write_no_longer_stops_the_first_batch(spark, tmp_pa
     assert [r.rsplit("/", 1)[1] for r in removed] == [".0.6f1c2d-killed.tmp"]
     run_stream()
     assert spark.read.format("delta").load(str(tmp_path / "table")).count() == 1
+
+
+def test_a_refresh_clears_killed_creates_in_every_schema_it_writes(cfg):
+    """gold's staging schema holds dbt's incremental intermediate tables: a create killed there must be
+    cleared (as a derived table) like gold's, or every later refresh fails on the leftover folder."""
+    from pipelines.refresh import recovered_schemas
+
+    schemas = dict(recovered_schemas(cfg))
+    assert schemas[tables(cfg).gold_staging_schema] is True and schemas[cfg.get("gold.schema")] is True
+    assert schemas[cfg.get("bronze.schema")] is False and schemas[cfg.get("silver.schema")] is False

@@ -21,7 +21,9 @@
     {%- set newest = found.columns[0].values()[0] if found and found.rows | length > 0 else none -%}
     {#- An empty mart (a report that found nothing yet) has no newest row: the last successful gold
         build read every silver row promoted before it started and kept none, so the rows since are
-        the new ones (tests_since, which a refresh passes); without it, all of silver. -#}
+        the new ones (tests_since, which a refresh passes); without it, all of silver. As for any
+        incremental mart, a changed definition (a new event type in its group, a column staging
+        exposes for the first time) reaches older rows only with `--full-refresh`. -#}
     {%- set newest = newest or var('tests_since', none) -%}
     {{ return("timestamp '" ~ newest ~ "'" if newest else floor) }}
 {% endmacro %}
