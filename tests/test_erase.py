@@ -9,6 +9,7 @@ from functools import reduce
 from pathlib import Path
 
 import pytest
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from pipelines import storage
@@ -50,9 +51,12 @@ def _lake_tables(spark, cfg) -> list[str]:
     return out
 
 
-def _rows_holding(spark, table: str, values: list[str], version: int | None = None) -> int:
-    reader = spark.read.format("delta")
-    frame = (reader.option("versionAsOf", version) if version is not None else reader).table(table)
+def _rows_holding(spark, table: str | DataFrame, values: list[str], version: int | None = None) -> int:
+    if isinstance(table, DataFrame):
+        frame = table
+    else:
+        reader = spark.read.format("delta")
+        frame = (reader.option("versionAsOf", version) if version is not None else reader).table(table)
     text = F.lower(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns])))
     hit = F.lit(False)
     for v in values:
@@ -115,6 +119,25 @@ def test_older_versions_are_not_readable(spark, erased):
         try:
             held = _rows_holding(spark, table, values, version=before[table])
         except Exception as exc:  # the files of that version are gone
+            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
+                exc), exc
+        else:
+            assert held == 0, table
+
+
+def test_no_change_feed_holds_a_value_from_before_the_erasure(spark, erased):
+    """Bronze's tables and the marts keep Delta's change data feed: the erasure's update pre-images
+    (``_change_data/``) went with the vacuum."""
+    cfg, values, before, report = erased
+    feeds = [table for table in report.tables_vacuumed
+             if spark.sql(f"SHOW TBLPROPERTIES {table} ('delta.enableChangeDataFeed')").first()["value"] == "true"]
+    assert tables(cfg).bronze_raw("site") in feeds and any(t.startswith(tables(cfg).gold_schema + ".") for t in feeds)
+    for table in feeds:
+        changes = (spark.read.format("delta").option("readChangeFeed", "true")
+                   .option("startingVersion", before[table] + 1).table(table).drop("_change_type"))
+        try:
+            held = _rows_holding(spark, changes, values)
+        except Exception as exc:  # the change files of the erasure's commit are gone
             assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
                 exc), exc
         else:

@@ -20,12 +20,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from pyspark.sql import SparkSession
+from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config, secret
 from pipelines.delta_util import for_each_table, table_version
-from pipelines.gold.compact import mart_tables
+from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tables
 from pipelines.gold.staging import DBT_DIR
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
@@ -35,6 +38,18 @@ MARTS_DIR = DBT_DIR / "models" / "marts"
 CATALOG_FILE = "catalog.json"
 TABLES_DIR = "tables"
 KEY_ID_TEXT = "auditlake pseudonym key"
+
+# A copy follows its mart's change data feed (dbt_project.yml turns it on for the marts) across these
+# commits: rows merged, updated (an erasure), deleted or appended, and commits that change no row
+# (compaction, vacuum, the feed turned on). Any other (dbt's CREATE OR REPLACE of a table model or a full refresh)
+# replaces the mart, and its copy is made whole.
+FEED_PROPERTY = "delta.enableChangeDataFeed"
+FEED_OPERATIONS = frozenset({"MERGE", "UPDATE", "DELETE", "OPTIMIZE", "VACUUM START", "VACUUM END",
+                             "SET TBLPROPERTIES"})
+MAX_FEED_COMMITS = 48  # further behind than this, one whole copy is cheaper than reading each commit
+FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+ADDED, REMOVED = ("insert", "update_postimage"), ("delete", "update_preimage")
+OP_COLUMN = "_analyst_copy_op"
 
 
 class MartDoc(NamedTuple):
@@ -115,22 +130,96 @@ def read_catalog(spark: SparkSession, cfg: Config) -> dict:
     return json.loads(text) if text else {"marts": {}}
 
 
-def _copy_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes) -> None:
-    frame = spark.table(source)
+def _masked(frame: DataFrame, doc: MartDoc, key: bytes) -> DataFrame:
+    """``frame`` with the mart's masked columns as their keyed pseudonyms."""
     masked = masked_columns(doc)
-    selected = [f"{pseudonym_sql(f'`{name}`', key)} AS `{name}`" if name in masked else f"`{name}`"
-                for name in frame.columns]
-    copy = frame.selectExpr(*selected)
+    return frame.selectExpr(*[f"{pseudonym_sql(f'`{name}`', key)} AS `{name}`" if name in masked else f"`{name}`"
+                              for name in frame.columns])
+
+
+def _copy_whole(spark: SparkSession, source: str, version: int, target: str, doc: MartDoc, key: bytes) -> None:
+    copy = _masked(spark.read.format("delta").option("versionAsOf", version).table(source), doc, key)
     # dbt's descriptions as the columns' comments (DESCRIBE shows them; the server's views repeat them)
     copy = copy.select(*[copy[name].alias(name, metadata={"comment": doc.columns[name]})
                          if doc.columns.get(name) else copy[name] for name in copy.columns])
     copy.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
 
 
+def _follows_feed(commit: Row) -> bool:
+    """Whether a copy can follow this commit of its mart through the change data feed."""
+    if commit["operation"] == "WRITE":  # an append adds rows; an overwrite replaces the mart
+        return (commit["operationParameters"] or {}).get("mode") == "Append"
+    return commit["operation"] in FEED_OPERATIONS
+
+
+def _follow_feed(spark: SparkSession, source: str, since: int, version: int, target: str, doc: MartDoc,
+                 key: bytes) -> bool:
+    """Apply the mart's row changes after version ``since`` up to ``version`` to its copy, in one commit;
+    -> False (nothing done) where the copy must be made whole instead: a commit that replaced the mart
+    (dbt's CREATE OR REPLACE), more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or
+    columns that differ from the copy's."""
+    if not 0 < version - since <= MAX_FEED_COMMITS:
+        return False
+    commits = spark.sql(f"DESCRIBE HISTORY {source} LIMIT {version - since}").collect()
+    if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)) or \
+            not all(map(_follows_feed, commits)):
+        return False
+    try:
+        changes = (spark.read.format("delta").option("readChangeFeed", "true")
+                   .option("startingVersion", since + 1).option("endingVersion", version).table(source))
+        columns = [c for c in changes.columns if c not in FEED_COLUMNS]
+        if columns != spark.read.format("delta").load(target).columns:
+            return False
+        # the net change over all the commits: a row added, then changed again, is one added row
+        added = changes.where(F.col("_change_type").isin(*ADDED)).select(*columns)
+        removed = changes.where(F.col("_change_type").isin(*REMOVED)).select(*columns)
+        added, removed = added.exceptAll(removed), removed.exceptAll(added)
+        rows = (_masked(removed, doc, key).withColumn(OP_COLUMN, F.lit("delete"))
+                .unionByName(_masked(added, doc, key).withColumn(OP_COLUMN, F.lit("insert"))))
+        # matched on every column (a mart's rows are unique; its key is dbt's to know): null-safe, as a row
+        # may hold NULLs
+        on = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns)
+        (DeltaTable.forPath(spark, target).alias("t").merge(rows.alias("s"), on)
+         .whenMatchedDelete(f"s.{OP_COLUMN} = 'delete'")
+         .whenNotMatchedInsert(f"s.{OP_COLUMN} = 'insert'", {f"`{c}`": f"s.`{c}`" for c in columns})
+         .execute())
+    except AnalysisException:  # no change data feed over these versions (a mart made before it was on)
+        return False
+    return True
+
+
+def _turn_feed_on(spark: SparkSession, source: str) -> bool:
+    """Turn on the change data feed of a mart made before dbt_project.yml asked for it (dbt sets a
+    table's properties only when it creates the table); -> whether it was off."""
+    rows = spark.sql(f"SHOW TBLPROPERTIES {source} ('{FEED_PROPERTY}')").collect()
+    if rows and rows[0]["value"] == "true":
+        return False
+    spark.sql(f"ALTER TABLE {source} SET TBLPROPERTIES ('{FEED_PROPERTY}' = 'true')")
+    return True
+
+
+def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes, before: dict,
+                  version: int, files_over: int) -> tuple[str, int, int, Compaction | None]:
+    """Bring one copy up to ``version`` of its mart: by the change data feed where its copy is the one
+    the catalog names (``before``: made from ``source_version``, left at ``copy_version``), else whole.
+    -> (followed | copied, the mart's version copied, the copy's version, its compaction if any)."""
+    since, copy_version = before.get("source_version"), before.get("copy_version")
+    current = since is not None and copy_version is not None and storage.is_dir(spark, target) and \
+        table_version(spark, f"delta.`{target}`") == copy_version  # a kill after a copy's commit: made whole
+    if current and _follow_feed(spark, source, since, version, target, doc, key):
+        # each merge adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
+        compaction = compact(spark, f"delta.`{target}`", files_over)
+        return "followed", version, table_version(spark, f"delta.`{target}`"), compaction
+    if _turn_feed_on(spark, source):
+        version = table_version(spark, source)
+    _copy_whole(spark, source, version, target, doc, key)
+    return "copied", version, table_version(spark, f"delta.`{target}`"), None
+
+
 def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: bool = False) -> list[str]:
-    """Copy every gold mart whose version moved since its last copy (all with ``force``) into the
-    analysts' tables, masked; remove the copies of marts that are gone; rewrite the catalog.
-    -> the marts copied."""
+    """Bring every copy whose mart's version moved since (all with ``force``) up to date, masked: the
+    rows the mart's change data feed says changed where it can, else the mart copied whole; remove the
+    copies of marts that are gone; rewrite the catalog. -> the marts copied or followed."""
     t = tables(cfg)
     docs = mart_docs()
     marts = mart_tables(spark, t.gold_schema)
@@ -139,25 +228,43 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     key = pseudonym_key(cfg)
     # a new key (rotation) changes every pseudonym: every table is copied again
     force = force or catalog_before.get("key_id") != key_id(key)
-    todo, entries = {}, {}  # todo: mart -> (its copy's location, its docs)
+    todo, entries = {}, {}  # todo: mart -> (its copy's location, its docs, the version to copy)
     for name in marts:
         version = table_version(spark, t.gold(name))
         doc = docs.get(name, MartDoc("", {}, {}))
         target = storage.join(tables_location(cfg), name)
-        if force or (before.get(name) or {}).get("source_version") != version or not storage.is_dir(spark, target):
-            todo[name] = (target, doc)
-        entries[name] = {"source_version": version, "description": doc.description,
-                         "columns": {c: d for c, d in doc.columns.items() if d},
+        last = before.get(name) or {}
+        entries[name] = {"source_version": version, "copy_version": last.get("copy_version"),
+                         "description": doc.description, "columns": {c: d for c, d in doc.columns.items() if d},
                          "masked": sorted(masked_columns(doc))}
+        # a column masked now, or described anew, is in every row of the copy: made whole
+        same_docs = all(last.get(k) == entries[name][k] for k in ("columns", "masked"))
+        if force or not same_docs or last.get("source_version") != version or not storage.is_dir(spark, target):
+            todo[name] = (target, doc, last if same_docs and not force else {}, version)
     started = time.monotonic()
-    for_each_table(lambda name: _copy_mart(spark, t.gold(name), *todo[name], key), todo)
-    copied = list(todo)
+    done: dict[str, str] = {}
+
+    compactions: list[Compaction] = []
+    files_over = cfg.get("gold.compact_files_over")
+
+    def publish(name: str) -> None:
+        target, doc, last, version = todo[name]
+        entry = entries[name]
+        done[name], entry["source_version"], entry["copy_version"], compaction = publish_mart(
+            spark, t.gold(name), target, doc, key, last, version, files_over)
+        compactions.extend([compaction] if compaction else [])
+
+    for_each_table(publish, todo)
+    for c in compactions:
+        log_compaction(c, files_over, log)
     for gone in sorted(set(before) - set(marts)):
         storage.delete(spark, storage.join(tables_location(cfg), gone))
     catalog = {"schema": cfg.get("analyst.schema"), "key_id": key_id(key), "marts": entries}
     storage.write_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE),
                        json.dumps(catalog, indent=1, sort_keys=True))
     masked = sum(len(e["masked"]) for e in entries.values())
-    log(f"gold: {len(copied)} of {len(marts)} analyst tables copied to {tables_location(cfg)} "
-        f"({masked} personal columns as keyed pseudonyms) in {time.monotonic() - started:.1f}s")
-    return copied
+    followed = sum(how == "followed" for how in done.values())
+    log(f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
+        f"({followed} by their mart's changes, {len(done) - followed} copied whole; {masked} personal columns "
+        f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s")
+    return list(done)

@@ -3,7 +3,8 @@
 Every incremental MERGE adds small files to a mart, and Delta OSS's auto compaction ignores
 files written by earlier sessions (delta-io/delta#4487), so a mart refreshed hourly would gain
 hundreds of files. The rule: after a successful gold build, a mart holding more than
-``gold.compact_files_over`` data files is compacted. Reading the file counts is a look at each
+``gold.compact_files_over`` data files is compacted (and so is an analysts' copy that followed its
+mart's changes, pipelines/analyst/publish.py). Reading the file counts is a look at each
 mart's Delta log (no data read); OPTIMIZE runs only where the rule says so.
 """
 
@@ -35,18 +36,24 @@ def data_files(spark: SparkSession, table: str) -> int:
     return spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
 
 
+def compact(spark: SparkSession, table: str, files_over: int) -> Compaction | None:
+    """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files."""
+    before = data_files(spark, table)
+    if before <= files_over:
+        return None
+    started = time.monotonic()
+    spark.sql(f"OPTIMIZE {table}")
+    return Compaction(table, before, data_files(spark, table), time.monotonic() - started)
+
+
+def log_compaction(c: Compaction, files_over: int, log=print) -> None:
+    log(f"gold: compacted {c.mart}: {c.files_before} -> {c.files_after} files in {c.seconds:.1f}s "
+        f"(more than {files_over} files)")
+
+
 def compact_marts(spark: SparkSession, schema: str, files_over: int, log=print) -> list[Compaction]:
     """OPTIMIZE every mart of ``schema`` with more than ``files_over`` data files; -> what was done."""
-    done = []
-    for name in mart_tables(spark, schema):
-        table = f"{schema}.{name}"
-        before = data_files(spark, table)
-        if before <= files_over:
-            continue
-        started = time.monotonic()
-        spark.sql(f"OPTIMIZE {table}")
-        done.append(Compaction(table, before, data_files(spark, table), time.monotonic() - started))
+    done = [c for name in mart_tables(spark, schema) if (c := compact(spark, f"{schema}.{name}", files_over))]
     for c in done:
-        log(f"gold: compacted {c.mart}: {c.files_before} -> {c.files_after} files in {c.seconds:.1f}s "
-            f"(more than {files_over} files)")
+        log_compaction(c, files_over, log)
     return done
