@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -39,17 +38,16 @@ CATALOG_FILE = "catalog.json"
 TABLES_DIR = "tables"
 KEY_ID_TEXT = "auditlake pseudonym key"
 
-# A copy follows its mart's change data feed (dbt_project.yml turns it on for the marts) across these
-# commits: rows merged, updated (an erasure), deleted or appended, and commits that change no row
-# (compaction, vacuum, the feed turned on). Any other (dbt's CREATE OR REPLACE of a table model or a full refresh)
-# replaces the mart, and its copy is made whole.
-FEED_PROPERTY = "delta.enableChangeDataFeed"
-FEED_OPERATIONS = frozenset({"MERGE", "UPDATE", "DELETE", "OPTIMIZE", "VACUUM START", "VACUUM END",
-                             "SET TBLPROPERTIES"})
+# A copy follows its mart's commits that only added rows (an incremental mart's merge of new events,
+# an append), or changed none (compaction, vacuum, the feed turned on): it appends the rows the mart's
+# change data feed says were inserted (dbt_project.yml turns the feed on for the marts). A commit that
+# changed or removed rows (a merge that updated, an erasure, dbt's CREATE OR REPLACE of a table model
+# or a full refresh) makes the copy whole again: merging changed rows into a large copy costs about what
+# copying it costs (measured in docs/performance.md), an append a fraction of it.
+NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 MAX_FEED_COMMITS = 48  # further behind than this, one whole copy is cheaper than reading each commit
+FEED_PROPERTY = "delta.enableChangeDataFeed"
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-ADDED, REMOVED = ("insert", "update_postimage"), ("delete", "update_preimage")
-OP_COLUMN = "_analyst_copy_op"
 
 
 class MartDoc(NamedTuple):
@@ -145,24 +143,27 @@ def _copy_whole(spark: SparkSession, source: str, version: int, target: str, doc
     copy.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
 
 
-def _follows_feed(commit: Row) -> bool:
-    """Whether a copy can follow this commit of its mart through the change data feed."""
-    if commit["operation"] == "WRITE":  # an append adds rows; an overwrite replaces the mart
+def _only_inserts(commit: Row) -> bool:
+    """Whether this commit of a mart added rows (or none) and changed or removed none."""
+    operation, metrics = commit["operation"], commit["operationMetrics"] or {}
+    if operation == "WRITE":  # an append adds rows; an overwrite replaces the mart
         return (commit["operationParameters"] or {}).get("mode") == "Append"
-    return commit["operation"] in FEED_OPERATIONS
+    if operation == "MERGE":  # a metric missing counts as a change
+        return all(int(metrics.get(m, 1)) == 0 for m in ("numTargetRowsUpdated", "numTargetRowsDeleted"))
+    return operation in NO_ROW_CHANGED
 
 
 def _follow_feed(spark: SparkSession, source: str, since: int, version: int, target: str, doc: MartDoc,
                  key: bytes) -> bool:
-    """Apply the mart's row changes after version ``since`` up to ``version`` to its copy, in one commit;
-    -> False (nothing done) where the copy must be made whole instead: a commit that replaced the mart
-    (dbt's CREATE OR REPLACE), more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or
-    columns that differ from the copy's."""
+    """Append to the copy, masked, the rows the mart's commits after version ``since`` up to ``version``
+    inserted; -> False (nothing done) where the copy must be made whole instead: a commit that changed or
+    removed rows, more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or columns that
+    differ from the copy's."""
     if not 0 < version - since <= MAX_FEED_COMMITS:
         return False
     commits = spark.sql(f"DESCRIBE HISTORY {source} LIMIT {version - since}").collect()
     if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)) or \
-            not all(map(_follows_feed, commits)):
+            not all(map(_only_inserts, commits)):
         return False
     try:
         changes = (spark.read.format("delta").option("readChangeFeed", "true")
@@ -170,20 +171,9 @@ def _follow_feed(spark: SparkSession, source: str, since: int, version: int, tar
         columns = [c for c in changes.columns if c not in FEED_COLUMNS]
         if columns != spark.read.format("delta").load(target).columns:
             return False
-        # the net change over all the commits: a row added, then changed again, is one added row
-        added = changes.where(F.col("_change_type").isin(*ADDED)).select(*columns)
-        removed = changes.where(F.col("_change_type").isin(*REMOVED)).select(*columns)
-        added, removed = added.exceptAll(removed), removed.exceptAll(added)
-        rows = (_masked(removed, doc, key).withColumn(OP_COLUMN, F.lit("delete"))
-                .unionByName(_masked(added, doc, key).withColumn(OP_COLUMN, F.lit("insert"))))
-        # matched on every column (a mart's rows are unique; its key is dbt's to know): null-safe, as a row
-        # may hold NULLs
-        on = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns)
-        (DeltaTable.forPath(spark, target).alias("t").merge(rows.alias("s"), on)
-         .whenMatchedDelete(f"s.{OP_COLUMN} = 'delete'")
-         .whenNotMatchedInsert(f"s.{OP_COLUMN} = 'insert'", {f"`{c}`": f"s.`{c}`" for c in columns})
-         .execute())
-    except AnalysisException:  # no change data feed over these versions (a mart made before it was on)
+        inserted = changes.where(F.col("_change_type") == "insert").select(*columns)
+        _masked(inserted, doc, key).write.format("delta").mode("append").save(target)
+    except AnalysisException:  # no change data feed over these versions (turned off since)
         return False
     return True
 
@@ -200,16 +190,17 @@ def _turn_feed_on(spark: SparkSession, source: str) -> bool:
 
 def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes, before: dict,
                   version: int, files_over: int) -> tuple[str, int, int, Compaction | None]:
-    """Bring one copy up to ``version`` of its mart: by the change data feed where its copy is the one
-    the catalog names (``before``: made from ``source_version``, left at ``copy_version``), else whole.
-    -> (followed | copied, the mart's version copied, the copy's version, its compaction if any)."""
+    """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended where its copy is
+    the one the catalog names (``before``: made from ``source_version``, left at ``copy_version``) and
+    the mart only gained rows since, else the mart copied whole.
+    -> (appended | copied, the mart's version copied, the copy's version, its compaction if any)."""
     since, copy_version = before.get("source_version"), before.get("copy_version")
     current = since is not None and copy_version is not None and storage.is_dir(spark, target) and \
         table_version(spark, f"delta.`{target}`") == copy_version  # a kill after a copy's commit: made whole
     if current and _follow_feed(spark, source, since, version, target, doc, key):
-        # each merge adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
+        # each append adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
         compaction = compact(spark, f"delta.`{target}`", files_over)
-        return "followed", version, table_version(spark, f"delta.`{target}`"), compaction
+        return "appended", version, table_version(spark, f"delta.`{target}`"), compaction
     if _turn_feed_on(spark, source):
         version = table_version(spark, source)
     _copy_whole(spark, source, version, target, doc, key)
@@ -218,8 +209,8 @@ def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, ke
 
 def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: bool = False) -> list[str]:
     """Bring every copy whose mart's version moved since (all with ``force``) up to date, masked: the
-    rows the mart's change data feed says changed where it can, else the mart copied whole; remove the
-    copies of marts that are gone; rewrite the catalog. -> the marts copied or followed."""
+    rows the mart's change data feed says it gained where it only gained rows, else the mart copied
+    whole; remove the copies of marts that are gone; rewrite the catalog. -> the marts brought up to date."""
     t = tables(cfg)
     docs = mart_docs()
     marts = mart_tables(spark, t.gold_schema)
@@ -228,7 +219,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     key = pseudonym_key(cfg)
     # a new key (rotation) changes every pseudonym: every table is copied again
     force = force or catalog_before.get("key_id") != key_id(key)
-    todo, entries = {}, {}  # todo: mart -> (its copy's location, its docs, the version to copy)
+    todo, entries = {}, {}  # todo: mart -> (its copy's location, its docs, its last entry, the version to copy)
     for name in marts:
         version = table_version(spark, t.gold(name))
         doc = docs.get(name, MartDoc("", {}, {}))
@@ -263,8 +254,8 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     storage.write_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE),
                        json.dumps(catalog, indent=1, sort_keys=True))
     masked = sum(len(e["masked"]) for e in entries.values())
-    followed = sum(how == "followed" for how in done.values())
+    appended = sum(how == "appended" for how in done.values())
     log(f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
-        f"({followed} by their mart's changes, {len(done) - followed} copied whole; {masked} personal columns "
+        f"({appended} by their mart's new rows, {len(done) - appended} copied whole; {masked} personal columns "
         f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s")
     return list(done)
