@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.config import LAYER_SCHEMAS, Config, load_config, variant_environ
+from pipelines.config import Config, load_config, variant_environ
 from pipelines.tables import tables
 
 
@@ -31,7 +31,7 @@ def _bench_cfg(cfg: Config, root: Path) -> Config:
 
 def _fresh_lake(spark, bcfg: Config) -> None:
     shutil.rmtree(bcfg.data_dir, ignore_errors=True)
-    for schema in [bcfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(bcfg).gold_staging_schema]:
+    for schema in tables(bcfg).table_schemas:
         spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
 
 

@@ -53,7 +53,7 @@ from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.silver.promote import last_promoted
 from pipelines.analyst.publish import publish_analyst_tables
 from pipelines.analyst.publish import tables_location as analyst_tables_location
-from pipelines.config import LAYER_SCHEMAS, Config
+from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing, for_each_table, table_names, table_version
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
@@ -217,11 +217,11 @@ def _rewrites(frame: DataFrame, person: Person, tokens: dict[str, str]) -> dict[
 
 
 def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
-    """Every Delta table (views excluded: they hold no data) of the lake's schemas, but the erasure log.
-    Gold's staging schema too: dbt keeps the intermediate tables there (e.g. the site-role history)."""
+    """Every Delta table (views excluded: they hold no data) of the lake's schemas, gold's staging schema
+    included, but the erasure log."""
     t = tables(cfg)
     out = []
-    for schema in [cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [t.gold_staging_schema]:
+    for schema in t.table_schemas:
         if spark.catalog.databaseExists(schema):
             out += [f"{schema}.{name}" for name in sorted(table_names(spark, schema, views=False))]
     return [name for name in out if name != t.erasures]

@@ -16,7 +16,7 @@ from pipelines.activity_log import bronze, feed
 from pipelines.activity_log.silver import promote, replay
 from pipelines.analyst.launch import secure_lake
 from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
-from pipelines.config import LAYER_SCHEMAS, Config
+from pipelines.config import Config
 from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
 from pipelines.erase import finish_pending_erasure
 from pipelines.gold import inputs as gold_inputs
@@ -251,7 +251,7 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     t = tables(cfg)  # the marts, and the intermediate tables dbt merges into in gold's staging schema
-    report.compactions = [c for schema in (t.gold_schema, t.gold_staging_schema)
+    report.compactions = [c for schema in t.derived_schemas
                           for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)]
     if cfg.get("analyst.enabled"):
         publish_analyst_tables(spark, cfg, log=log)
@@ -261,8 +261,8 @@ def recovered_schemas(cfg: Config) -> list[tuple[str, bool]]:
     """The schemas whose killed table creations a refresh clears first, each with whether it is derived
     (every table rebuilt from another layer: gold, and gold's staging schema, where dbt keeps its
     incremental intermediate tables)."""
-    layers = [(cfg.get(f"{layer}.schema"), layer == "gold") for layer in LAYER_SCHEMAS]
-    return layers + [(tables(cfg).gold_staging_schema, True)]
+    t = tables(cfg)
+    return [(schema, schema in t.derived_schemas) for schema in t.table_schemas]
 
 
 def _silver_tables(cfg: Config) -> list[str]:

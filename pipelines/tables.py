@@ -127,6 +127,17 @@ class Tables:
         """dbt's staging and intermediate views (dbt_project.yml ``+schema: staging``)."""
         return f"{self.gold_schema}_staging"
 
+    @property
+    def table_schemas(self) -> tuple[str, ...]:
+        """Every schema holding the lakehouse's tables: each layer's (bronze, silver, ops, gold) and gold's
+        staging schema, where dbt keeps its incremental intermediate tables (e.g. the site-role history)."""
+        return (self.bronze_schema, self.silver_schema, self.ops_schema, *self.derived_schemas)
+
+    @property
+    def derived_schemas(self) -> tuple[str, ...]:
+        """The schemas whose every table is rebuilt from another layer: gold's and its staging schema."""
+        return (self.gold_schema, self.gold_staging_schema)
+
 
 def tables(cfg: Config) -> Tables:
     return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"),

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
-from pipelines.config import LAYER_SCHEMAS, load_config
+from pipelines.config import load_config
 from pipelines.delta_util import table_names, table_version
 from pipelines.erase import (
     PENDING_DIR,
@@ -45,7 +45,7 @@ def _lake_tables(spark, cfg) -> list[str]:
     """Every table that may hold a person: each layer's, and gold's staging schema's (dbt's incremental
     intermediate tables, e.g. the site-role history)."""
     out = []
-    for schema in [cfg.get(f"{layer}.schema") for layer in LAYER_SCHEMAS] + [tables(cfg).gold_staging_schema]:
+    for schema in tables(cfg).table_schemas:
         if spark.catalog.databaseExists(schema):
             out += [f"{schema}.{n}" for n in sorted(table_names(spark, schema, views=False))]
     return out
