@@ -6,9 +6,9 @@ feed make it whole. Either way the copy equals the mart masked, row for row."""
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
-from pipelines.analyst.publish import MartDoc, publish_mart
+from pipelines.analyst.publish import MartDoc, _only_inserts, publish_mart
 from pipelines.personal_data import EMAIL
 from pipelines.personal_data.pseudonym import pseudonym
 
@@ -38,9 +38,9 @@ def _version(spark, table: str) -> int:
 
 
 def _publish(spark, table: str, copy: str, before: dict, files_over: int = 100) -> tuple[str, dict]:
-    how, version, copy_version, _ = publish_mart(spark, table, copy, DOC, KEY, before, _version(spark, table),
-                                                 files_over)
-    return how, {"source_version": version, "copy_version": copy_version}
+    published = publish_mart(spark, table, copy, DOC, KEY, before, _version(spark, table), files_over)
+    return published.how, {"source_version": published.source_version, "copy_version": published.copy_version,
+                           "mart_id": published.mart_id}
 
 
 def _assert_masked_copy(spark, table: str, copy: str) -> None:
@@ -65,9 +65,9 @@ def test_a_copy_appends_a_marts_new_rows_and_is_made_whole_after_a_change(spark,
     _assert_masked_copy(spark, table, copy)
     assert after["copy_version"] == entry["copy_version"] + 1, "the new rows in one commit of the copy"
 
-    # a copy changed after the catalogue was written (a kill between the two) is made whole
-    spark.sql(f"INSERT INTO {table} VALUES (8, 'h@x.org', 8.0)")
-    assert _publish(spark, table, copy, entry | {"source_version": after["source_version"]})[0] == "copied"
+    # a copy changed after the catalogue was written (a kill between the two: the catalogue still names
+    # the version before): made whole, not appended to again
+    assert _publish(spark, table, copy, entry)[0] == "copied"
     _assert_masked_copy(spark, table, copy)
 
     # a merge that updated a row, an erasure's update, a delete, a replacement: made whole
@@ -78,11 +78,28 @@ def test_a_copy_appends_a_marts_new_rows_and_is_made_whole_after_a_change(spark,
         f"DELETE FROM {table} WHERE id = 3",
         f"CREATE OR REPLACE TABLE {table} USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') "
         f"AS SELECT id + 10 AS id, email, n FROM {table}",
+        f"INSERT INTO {table} VALUES (20, 'k@x.org', 1.0)",  # below: as if the mart were another table
     ):
         _, entry = _publish(spark, table, copy, {})
         spark.sql(statement)
+        if statement.startswith("INSERT"):  # a mart dropped and made again: a new table id, rows of its own
+            entry["mart_id"] = "another table"
         assert _publish(spark, table, copy, entry)[0] == "copied", statement
         _assert_masked_copy(spark, table, copy)
+
+
+def test_only_commits_that_add_rows_or_change_none_are_followed():
+    def commit(operation, parameters=None, metrics=None):
+        return Row(operation=operation, operationParameters=parameters or {}, operationMetrics=metrics or {})
+
+    merge = {"numTargetRowsInserted": "5", "numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0"}
+    assert _only_inserts(commit("MERGE", metrics=merge))
+    assert _only_inserts(commit("WRITE", {"mode": "Append"})) and _only_inserts(commit("OPTIMIZE"))
+    assert not _only_inserts(commit("MERGE", metrics=merge | {"numTargetRowsUpdated": "1"}))
+    assert not _only_inserts(commit("MERGE", metrics={"numTargetRowsInserted": "5"})), "a metric missing"
+    assert not _only_inserts(commit("WRITE", {"mode": "Overwrite"}))
+    for operation in ("UPDATE", "DELETE", "RESTORE", "CREATE OR REPLACE TABLE AS SELECT"):
+        assert not _only_inserts(commit(operation)), operation
 
 
 def test_a_copy_of_a_mart_with_no_feed_is_made_whole_and_the_feed_turned_on(spark, mart):

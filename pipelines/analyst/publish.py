@@ -5,8 +5,10 @@ column that dbt's docs give a masked role (``meta: {personal: <role>}``, the rol
 pipelines/personal_data) replaced by its keyed pseudonym. The values are masked in the files
 themselves, so what reads them (the analysts' Thrift server, pipelines/analyst/server.py) cannot
 see a clear value by any SQL. ``<analyst.dir>/catalog.json`` lists the tables with dbt's
-descriptions (the analysts' server makes its views from it) and the gold version each copy was
-made from: a mart whose version did not move since is not copied again.
+descriptions (the analysts' server makes its views from it), and for each copy the mart (its Delta
+table id) and version it was made from and the copy's own version. A mart whose version did not
+move, with the same tags and descriptions, is left as it is; one that only gained rows gets them
+appended (read from its change data feed); any other is copied whole.
 
 The pseudonym key is the refresh's secret (``analyst.pseudonym_key_env``); it never leaves this process.
 """
@@ -20,7 +22,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -45,9 +46,22 @@ KEY_ID_TEXT = "auditlake pseudonym key"
 # or a full refresh) makes the copy whole again: merging changed rows into a large copy costs about what
 # copying it costs (measured in docs/performance.md), an append a fraction of it.
 NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
-MAX_FEED_COMMITS = 48  # further behind than this, one whole copy is cheaper than reading each commit
+# a copy is normally one build behind its mart; past this many commits (a judgement, not measured) it is
+# made whole rather than the mart's history and each commit's files read
+MAX_FEED_COMMITS = 48
 FEED_PROPERTY = "delta.enableChangeDataFeed"
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+class Published(NamedTuple):
+    """How one copy was brought up to date."""
+
+    how: str  # appended | copied
+    source_version: int  # the mart's version it now holds
+    copy_version: int  # the copy's own Delta version after it
+    mart_id: str  # the mart's Delta table id (a mart dropped and made again has a new one)
+    feed_turned_on: bool  # the mart's change data feed was off (a mart made before) and is now on
+    compaction: Compaction | None
 
 
 class MartDoc(NamedTuple):
@@ -168,13 +182,13 @@ def _follow_feed(spark: SparkSession, source: str, since: int, version: int, tar
     try:
         changes = (spark.read.format("delta").option("readChangeFeed", "true")
                    .option("startingVersion", since + 1).option("endingVersion", version).table(source))
-        columns = [c for c in changes.columns if c not in FEED_COLUMNS]
-        if columns != spark.read.format("delta").load(target).columns:
+        fields = [(f.name, f.dataType) for f in changes.schema.fields if f.name not in FEED_COLUMNS]
+        if fields != [(f.name, f.dataType) for f in spark.read.format("delta").load(target).schema.fields]:
             return False
-        inserted = changes.where(F.col("_change_type") == "insert").select(*columns)
+        inserted = changes.where(F.col("_change_type") == "insert").select(*[name for name, _ in fields])
         _masked(inserted, doc, key).write.format("delta").mode("append").save(target)
-    except AnalysisException:  # no change data feed over these versions (turned off since)
-        return False
+    except Exception:  # no feed over these versions (turned off, or its files vacuumed): the append is one
+        return False  # commit, so nothing was written, and a whole copy is always right
     return True
 
 
@@ -189,22 +203,27 @@ def _turn_feed_on(spark: SparkSession, source: str) -> bool:
 
 
 def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes, before: dict,
-                  version: int, files_over: int) -> tuple[str, int, int, Compaction | None]:
+                 version: int, files_over: int) -> Published:
     """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended where its copy is
-    the one the catalog names (``before``: made from ``source_version``, left at ``copy_version``) and
-    the mart only gained rows since, else the mart copied whole.
-    -> (appended | copied, the mart's version copied, the copy's version, its compaction if any)."""
+    the one the catalog names (``before``: made from mart ``mart_id`` at ``source_version``, left at
+    ``copy_version``) and the mart only gained rows since, else the mart copied whole. A mart whose
+    change data feed is off (made before dbt_project.yml asked for it) gets it turned on: said in the
+    result, which the refresh logs."""
+    mart_id = spark.sql(f"DESCRIBE DETAIL {source}").first()["id"]
     since, copy_version = before.get("source_version"), before.get("copy_version")
-    current = since is not None and copy_version is not None and storage.is_dir(spark, target) and \
+    current = since is not None and copy_version is not None and before.get("mart_id") == mart_id and \
+        storage.is_dir(spark, target) and \
         table_version(spark, f"delta.`{target}`") == copy_version  # a kill after a copy's commit: made whole
     if current and _follow_feed(spark, source, since, version, target, doc, key):
         # each append adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
         compaction = compact(spark, f"delta.`{target}`", files_over)
-        return "appended", version, table_version(spark, f"delta.`{target}`"), compaction
-    if _turn_feed_on(spark, source):
+        return Published("appended", version, table_version(spark, f"delta.`{target}`"), mart_id, False,
+                         compaction)
+    turned_on = _turn_feed_on(spark, source)
+    if turned_on:
         version = table_version(spark, source)
     _copy_whole(spark, source, version, target, doc, key)
-    return "copied", version, table_version(spark, f"delta.`{target}`"), None
+    return Published("copied", version, table_version(spark, f"delta.`{target}`"), mart_id, turned_on, None)
 
 
 def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: bool = False) -> list[str]:
@@ -226,6 +245,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         target = storage.join(tables_location(cfg), name)
         last = before.get(name) or {}
         entries[name] = {"source_version": version, "copy_version": last.get("copy_version"),
+                         "mart_id": last.get("mart_id"),
                          "description": doc.description, "columns": {c: d for c, d in doc.columns.items() if d},
                          "masked": sorted(masked_columns(doc))}
         # a column masked now, or described anew, is in every row of the copy: made whole
@@ -233,20 +253,21 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         if force or not same_docs or last.get("source_version") != version or not storage.is_dir(spark, target):
             todo[name] = (target, doc, last if same_docs and not force else {}, version)
     started = time.monotonic()
-    done: dict[str, str] = {}
-
-    compactions: list[Compaction] = []
+    done: dict[str, Published] = {}
     files_over = cfg.get("gold.compact_files_over")
 
     def publish(name: str) -> None:
         target, doc, last, version = todo[name]
-        entry = entries[name]
-        done[name], entry["source_version"], entry["copy_version"], compaction = publish_mart(
-            spark, t.gold(name), target, doc, key, last, version, files_over)
-        compactions.extend([compaction] if compaction else [])
+        done[name] = published = publish_mart(spark, t.gold(name), target, doc, key, last, version, files_over)
+        entries[name].update(source_version=published.source_version, copy_version=published.copy_version,
+                             mart_id=published.mart_id)
 
     for_each_table(publish, todo)
-    for c in compactions:
+    turned_on = sorted(name for name, p in done.items() if p.feed_turned_on)
+    if turned_on:
+        log(f"gold: turned on the change data feed of {len(turned_on)} marts made before dbt_project.yml asked "
+            f"for it (their copies follow their new rows from now on): {', '.join(turned_on)}")
+    for c in (p.compaction for p in done.values() if p.compaction):
         log_compaction(c, files_over, log)
     for gone in sorted(set(before) - set(marts)):
         storage.delete(spark, storage.join(tables_location(cfg), gone))
@@ -254,7 +275,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     storage.write_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE),
                        json.dumps(catalog, indent=1, sort_keys=True))
     masked = sum(len(e["masked"]) for e in entries.values())
-    appended = sum(how == "appended" for how in done.values())
+    appended = sum(p.how == "appended" for p in done.values())
     log(f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
         f"({appended} by their mart's new rows, {len(done) - appended} copied whole; {masked} personal columns "
         f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s")

@@ -129,8 +129,11 @@ def hyper_frame(frame: DataFrame) -> DataFrame:
     return frame.select(*columns)
 
 
-def _signature(frame: DataFrame) -> str:
-    return ",".join(f"{f.name}:{f.dataType.simpleString()}" for f in frame.schema.fields)
+def _signature(frame: DataFrame, masked: list[str]) -> str:
+    """The columns, their types and which are masked: a column masked since the last export (a new
+    personal tag) is in every row the file holds, so a change here writes the mart again whole."""
+    return ",".join(f"{f.name}:{f.dataType.simpleString()}{':masked' if f.name in masked else ''}"
+                    for f in frame.schema.fields)
 
 
 def _erasures_done(spark: SparkSession, cfg: Config) -> int:
@@ -182,7 +185,8 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
     # and Hyper does not even open the file (an open can rewrite its pages)
     state_file = path.with_name(path.name + STATE_SUFFIX)
     state = {"key_id": key_id, "erasures": erasures,
-             "marts": {name: entry["source_version"] for name, entry in sorted(catalog["marts"].items())}}
+             "marts": {name: [entry["source_version"], entry.get("copy_version"), entry.get("masked")]
+                       for name, entry in sorted(catalog["marts"].items())}}
     if path.is_file() and state_file.is_file() and json.loads(state_file.read_text(encoding="utf-8")) == state:
         report.marts = [MartExport(name, "upsert" if name in keys else "replace") for name in state["marts"]]
         report.seconds = time.monotonic() - started
@@ -206,7 +210,8 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
                     mode = "upsert" if name in keys and WATERMARK in frame.columns else "replace"
                     done = MartExport(name, mode)
                     report.marts.append(done)
-                    mark, signature, version = marks.get(name), _signature(frame), entry["source_version"]
+                    mark, version = marks.get(name), entry["source_version"]
+                    signature = _signature(frame, entry.get("masked") or [])
                     new_marks[name] = dict(mark or {}, mode=mode, signature=signature, source_version=version)
                     whole = (report.full or mark is None or name not in present or mark["mode"] != mode
                              or mark["signature"] != signature)
