@@ -207,6 +207,7 @@ RULES: dict[str, Rule] = {
     "analyst.schema": _SCHEMA,
     "analyst.dir": _text(),  # a path or URI; "" = <data_dir>/analyst
     "analyst.pseudonym_key_env": _ENV_NAME,
+    "analyst.append_from_mb": _whole(0),
     "serve.tls.enabled": Rule((bool,)),
     "serve.tls.keystore_path": _text(),  # a PKCS12 or JKS keystore; "" unless tls is enabled
     "serve.tls.keystore_password_env": _ENV_NAME,

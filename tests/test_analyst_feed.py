@@ -114,3 +114,8 @@ def test_a_copy_of_a_mart_with_no_feed_is_made_whole_and_the_feed_turned_on(spar
         assert how == "appended"
     _assert_masked_copy(spark, table, copy)
     assert spark.sql(f"DESCRIBE DETAIL delta.`{copy}`").first()["numFiles"] <= FILES_OVER
+    # a mart below analyst.append_from_mb is copied whole: cheaper than the queries of an append
+    spark.sql(f"INSERT INTO {table} VALUES (30, 'm@x.org', 3.0)")
+    small = publish_mart(spark, table, copy, DOC, KEY, entry, _version(spark, table), 100, append_from_bytes=2**40)
+    assert small.how == "copied"
+    _assert_masked_copy(spark, table, copy)

@@ -203,15 +203,18 @@ def _turn_feed_on(spark: SparkSession, source: str) -> bool:
 
 
 def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes, before: dict,
-                 version: int, files_over: int) -> Published:
+                 version: int, files_over: int, append_from_bytes: int = 0) -> Published:
     """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended where its copy is
     the one the catalog names (``before``: made from mart ``mart_id`` at ``source_version``, left at
-    ``copy_version``) and the mart only gained rows since, else the mart copied whole. A mart whose
+    ``copy_version``), the mart only gained rows since and holds ``append_from_bytes`` or more (a small
+    mart's whole copy costs less than the queries an append makes), else the mart copied whole. A mart whose
     change data feed is off (made before dbt_project.yml asked for it) gets it turned on: said in the
     result, which the refresh logs."""
-    mart_id = spark.sql(f"DESCRIBE DETAIL {source}").first()["id"]
+    detail = spark.sql(f"DESCRIBE DETAIL {source}").first()
+    mart_id = detail["id"]
     since, copy_version = before.get("source_version"), before.get("copy_version")
     current = since is not None and copy_version is not None and before.get("mart_id") == mart_id and \
+        detail["sizeInBytes"] >= append_from_bytes and \
         storage.is_dir(spark, target) and \
         table_version(spark, f"delta.`{target}`") == copy_version  # a kill after a copy's commit: made whole
     if current and _follow_feed(spark, source, since, version, target, doc, key):
@@ -254,11 +257,12 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
             todo[name] = (target, doc, last if same_docs and not force else {}, version)
     started = time.monotonic()
     done: dict[str, Published] = {}
-    files_over = cfg.get("gold.compact_files_over")
+    files_over, append_from_bytes = cfg.get("gold.compact_files_over"), cfg.get("analyst.append_from_mb") * 2**20
 
     def publish(name: str) -> None:
         target, doc, last, version = todo[name]
-        done[name] = published = publish_mart(spark, t.gold(name), target, doc, key, last, version, files_over)
+        done[name] = published = publish_mart(spark, t.gold(name), target, doc, key, last, version, files_over,
+                                              append_from_bytes)
         entries[name].update(source_version=published.source_version, copy_version=published.copy_version,
                              mart_id=published.mart_id)
 
