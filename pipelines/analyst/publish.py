@@ -192,11 +192,11 @@ def _follow_feed(spark: SparkSession, source: str, since: int, version: int, tar
     return True
 
 
-def _turn_feed_on(spark: SparkSession, source: str) -> bool:
+def _turn_feed_on(spark: SparkSession, source: str, properties: dict[str, str]) -> bool:
     """Turn on the change data feed of a mart made before dbt_project.yml asked for it (dbt sets a
-    table's properties only when it creates the table); -> whether it was off."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {source} ('{FEED_PROPERTY}')").collect()
-    if rows and rows[0]["value"] == "true":
+    table's properties only when it creates the table); ``properties``: the mart's, as its detail
+    gives them. -> whether it was off."""
+    if (properties or {}).get(FEED_PROPERTY) == "true":
         return False
     spark.sql(f"ALTER TABLE {source} SET TBLPROPERTIES ('{FEED_PROPERTY}' = 'true')")
     return True
@@ -222,7 +222,7 @@ def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, ke
         compaction = compact(spark, f"delta.`{target}`", files_over)
         return Published("appended", version, table_version(spark, f"delta.`{target}`"), mart_id, False,
                          compaction)
-    turned_on = _turn_feed_on(spark, source)
+    turned_on = _turn_feed_on(spark, source, detail["properties"])
     if turned_on:
         version = table_version(spark, source)
     _copy_whole(spark, source, version, target, doc, key)

@@ -185,7 +185,7 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
     # and Hyper does not even open the file (an open can rewrite its pages)
     state_file = path.with_name(path.name + STATE_SUFFIX)
     state = {"key_id": key_id, "erasures": erasures,
-             "marts": {name: [entry["source_version"], entry.get("copy_version"), entry.get("masked")]
+             "marts": {name: [entry["source_version"], entry.get("copy_version")]  # a mask changed: a new copy
                        for name, entry in sorted(catalog["marts"].items())}}
     if path.is_file() and state_file.is_file() and json.loads(state_file.read_text(encoding="utf-8")) == state:
         report.marts = [MartExport(name, "upsert" if name in keys else "replace") for name in state["marts"]]
