@@ -11,6 +11,9 @@ select
     actor_user_luid as user_luid,
     max(silver_ingest_ts) as silver_ingest_ts
 from {{ ref('stg_site__events') }}
-where actor_user_luid is not null
-{%- if is_incremental() %} and silver_ingest_ts > {{ mart_watermark('silver_ingest_ts') }}{% endif %}
+where
+    actor_user_luid is not null
+    {%- if is_incremental() %}
+        and silver_ingest_ts > {{ mart_watermark('silver_ingest_ts') }}
+    {%- endif %}
 group by site_luid, actor_user_luid

@@ -45,34 +45,36 @@
         group by t.site_luid, t.user_luid, t.first_new
     {%- endset -%}
     {%- set start = window_start("select min(first_new) from (" ~ starts ~ ") as s") %}
-with starts as (
-    {{ starts }}
-),
+    with starts as (
+        {{ starts }}
+    ),
 
-observations as (
-    select
-        o.*,
-        s.seed_number,
-        cast(null as string) as seed_previous_site_role,
-        cast(null as boolean) as seed_was_system_admin
-    from ({{ observed }} and {{ in_window(start) }}) as o
-    inner join starts as s on o.site_luid <=> s.site_luid and o.user_luid = s.user_luid and o.event_time >= s.first_new
-    union all
-    select
-        m.site_luid,
-        m.user_luid,
-        m.site_role_id,
-        m.site_role,
-        m.is_system_admin,
-        m.valid_from as event_time,
-        m.first_event_id as event_id,
-        m.silver_ingest_ts,
-        s.seed_number,
-        m.previous_site_role as seed_previous_site_role,
-        m.was_system_admin as seed_was_system_admin
-    from starts as s
-    inner join {{ this }} as m on m.site_luid <=> s.site_luid and m.user_luid = s.user_luid and m.version_number = s.seed_number
-),
+    observations as (
+        select
+            o.*,
+            s.seed_number,
+            cast(null as string) as seed_previous_site_role,
+            cast(null as boolean) as seed_was_system_admin
+        from ({{ observed }} and {{ in_window(start) }}) as o
+        inner join starts as s
+            on o.site_luid <=> s.site_luid and o.user_luid = s.user_luid and o.event_time >= s.first_new
+        union all
+        select
+            m.site_luid,
+            m.user_luid,
+            m.site_role_id,
+            m.site_role,
+            m.is_system_admin,
+            m.valid_from as event_time,
+            m.first_event_id as event_id,
+            m.silver_ingest_ts,
+            s.seed_number,
+            m.previous_site_role as seed_previous_site_role,
+            m.was_system_admin as seed_was_system_admin
+        from starts as s
+        inner join {{ this }} as m
+            on s.site_luid <=> m.site_luid and s.user_luid = m.user_luid and s.seed_number = m.version_number
+    ),
 {% else %}
     with observations as (
         select
