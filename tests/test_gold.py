@@ -4,6 +4,7 @@ facts reconcile with silver, the generated staging layer and the profile stay in
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,13 @@ from tests.lake import KEYED, fingerprint, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=12)]
 QUIET = {"log": lambda _m: None}
+NAME_COLUMNS = {"content_name": ("content_name", "name"), "group_name": ("group_name", "name")}
 
 
 def test_gold_build_runs_every_model_and_test(gold_lake):
     _, first, second = gold_lake
     models = len(list((DBT_DIR / "models").rglob("*.sql")))
-    assert 20 <= models <= 40  # staged once per family: tens of models, not one per event type
+    assert 20 <= models <= 50  # staged once per family: tens of models, not one per event type
     for report in (first, second):
         assert report.gold is not None and not report.gold.failures
         assert report.gold.statuses.get("success", 0) == models  # every model, staging included
@@ -420,6 +422,99 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
     finally:
         spark.sql(f"DELETE FROM {site} WHERE event_id IN ('{ids}')")
         run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *models])
+        if built:  # the same rows again: the shared lake's marts still match silver
+            inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
+
+
+def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refresh(spark, gold_lake):
+    """int_content_mentions, int_group_mentions and int_admin_security_changes merge each delivery's new
+    rows into what they hold. One delivery: a late rename of a piece of content and of a group (older than
+    the name they have: neither is renamed), a newer rename of another piece of content, a new group, a
+    view opened (its workbook's last access) and an administrator's change on a Sunday night. The tables,
+    the dimensions and the reports over them must be what a full refresh gives."""
+    cfg, _, _ = gold_lake
+    t = tables(cfg)
+    site, tenant, staging, gold = t.silver_events("site"), t.silver_events("tenant"), t.gold_staging_schema, \
+        cfg.get("gold.schema")
+    named = (spark.table(f"{gold}.fct_content_lifecycle").where("content_name is not null")
+             .groupBy("content_luid").agg(F.max_by("event_id", "event_time").alias("event_id"))
+             .orderBy("content_luid").limit(2).collect())
+    assert len(named) == 2
+    late, newer = [spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{r.content_luid}'").first()
+                   for r in named]
+    group = spark.table(f"{staging}.int_group_mentions").where("group_name is not null").orderBy("group_luid").first()
+    group_event = (spark.table(f"{staging}.stg_site__events")
+                   .where(f"group_luid = '{group.group_luid}' and event_type in ('hist_create_group', "
+                          "'hist_rename_group', 'create_delete_group')").orderBy("event_id").first())
+    access = (spark.table(f"{gold}.fct_content_access")
+              .where("workbook_luid is not null and event_type = 'hist_access_view'").orderBy("event_id").first())
+    admin = spark.table(f"{staging}.int_admin_security_changes").where("family = 'tenant'").orderBy("event_id").first()
+    assert group_event and access and admin, "the shared lake lacks an event this test copies"
+    newest = spark.table(site).agg(F.max("event_time")).first()[0]
+
+    def copy(table: str, event_id: str, tag: str, **values):
+        frame = spark.table(table).where(f"event_id = '{event_id}'")
+        for column, value in values.items():
+            # a name is `name` in hist_* events and content_name / group_name in the others: set each present
+            for name in NAME_COLUMNS.get(column, (column,)):
+                if name in frame.columns:
+                    frame = frame.withColumn(name, F.lit(value).cast(frame.schema[name].dataType))
+        frame = frame.withColumn("event_id", F.sha2(F.concat(F.col("event_id"), F.lit(f":{tag}")), 256))
+        return (frame.withColumn("event_date", F.to_date("event_time"))
+                .withColumn("silver_ingest_ts", F.current_timestamp()))
+
+    new_group = "00000000-0000-4000-8000-0000000009a1"
+    sunday_night = datetime(2031, 1, 5, 3, 0)  # a Sunday, outside every window
+    delivery = {
+        site: [
+            copy(site, named[0].event_id, "late", content_name="Late name",
+                 event_time=late.content_name_at - timedelta(days=1)),
+            copy(site, named[1].event_id, "newer", content_name="Newest name", event_time=newest + timedelta(hours=1)),
+            copy(site, group_event.event_id, "late", group_name="Late group",
+                 event_time=group.group_name_at - timedelta(days=1)),
+            copy(site, group_event.event_id, "new", group_luid=new_group, group_name="New group"),
+            copy(site, access.event_id, "opened", event_time=newest + timedelta(hours=2)),
+        ],
+        tenant: [copy(tenant, admin.event_id, "night", event_time=sunday_night)],
+    }
+    ids = {table: "', '".join(frame.first().event_id for frame in frames) for table, frames in delivery.items()}
+    built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
+    kept = ["int_content_mentions", "int_group_mentions", "int_admin_security_changes", "dim_content", "dim_groups",
+            "rpt_stale_content", "rpt_security_changes_outside_window"]
+    facts = ["fct_content_lifecycle", "fct_content_access", "fct_group_membership_changes"]
+
+    def rows(m: str) -> tuple:
+        return fingerprint(spark.table(f"{staging if m.startswith('int_') else gold}.{m}"))
+
+    def content(luid: str):
+        return spark.table(f"{gold}.dim_content").where(f"content_luid = '{luid}'").first()
+
+    try:
+        for table, frames in delivery.items():
+            for frame in frames:
+                frame.write.format("delta").mode("append").saveAsTable(table)
+        run_dbt(spark, cfg, ["run", "--quiet", "--select", *facts, *kept])
+        names = {r.content_name for r in spark.table(f"{gold}.fct_content_lifecycle").where(
+            f"event_id in ('{ids[site]}')").collect()}
+        assert names == {"Late name", "Newest name"}  # the delivery reached the fact
+        assert spark.table(f"{staging}.stg_site__events").where(
+            f"group_luid = '{group.group_luid}' and coalesce(group_name, name) = 'Late group'").count() == 1
+        assert content(late.content_luid).content_name == late.content_name  # a late rename renames nothing
+        assert content(newer.content_luid).content_name == "Newest name"
+        groups = {r.group_luid: r.group_name for r in spark.table(f"{gold}.dim_groups").collect()}
+        assert groups[group.group_luid] == group.group_name and groups[new_group] == "New group"
+        opened = spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{access.workbook_luid}'")
+        assert opened.first().last_accessed_at == newest + timedelta(hours=2)
+        assert spark.table(f"{gold}.rpt_security_changes_outside_window").where(
+            f"event_time = timestamp '{sunday_night}'").count() == 1
+        incremental = {m: rows(m) for m in kept}
+        run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *kept])
+        for m in kept:
+            assert rows(m) == incremental[m], f"{m} differs from a full refresh"
+    finally:
+        for table in delivery:
+            spark.sql(f"DELETE FROM {table} WHERE event_id IN ('{ids[table]}')")
+        run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *facts, *kept])
         if built:  # the same rows again: the shared lake's marts still match silver
             inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
 

@@ -11,9 +11,6 @@ select
     actor_user_luid as user_luid,
     max(silver_ingest_ts) as silver_ingest_ts
 from {{ ref('stg_site__events') }}
-where
-    actor_user_luid is not null
-    {%- if is_incremental() %}
-        and silver_ingest_ts > {{ mart_watermark('silver_ingest_ts') }}
-    {%- endif %}
+{{ newer_than_mart() }}
 group by site_luid, actor_user_luid
+having actor_user_luid is not null

@@ -6,51 +6,6 @@
 {% set on_a_window_day = "date_format(event_time, 'E') in ('" ~ weekdays | join("', '") ~ "')"
     if weekdays else "false" %}
 
-with site_changes as (
-    {{ group_events('admin_security_changes', 'site', [
-        ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
-        ['site_luid', 'string'], ['actor_user_luid', 'string'], ['user_luid', 'string']
-    ]) }}
-),
-
-tenant_changes as (
-    {{ group_events('admin_security_changes', 'tenant', [
-        ['event_id', 'string'], ['event_type', 'string'], ['event_time', 'timestamp'],
-        ['site_id', 'string'], ['initiating_user_id', 'string'], ['initiating_user_email', 'string'],
-        ['initiating_user_ip_address', 'string'], ['event_outcome', 'string']
-    ]) }}
-),
-
-changes as (
-    select
-        event_id,
-        'site' as family,
-        event_type,
-        event_time,
-        site_luid,
-        actor_user_luid,
-        cast(null as string) as actor_tenant_user_id,
-        cast(null as string) as actor_email,
-        cast(null as string) as actor_ip_address,
-        user_luid as subject_user_luid,
-        'success' as outcome
-    from site_changes
-    union all
-    select
-        event_id,
-        'tenant' as family,
-        event_type,
-        event_time,
-        site_id as site_luid,
-        cast(null as string) as actor_user_luid,
-        initiating_user_id as actor_tenant_user_id,
-        initiating_user_email as actor_email,
-        initiating_user_ip_address as actor_ip_address,
-        cast(null as string) as subject_user_luid,
-        lower(event_outcome) as outcome
-    from tenant_changes
-)
-
 select
     sha2(concat_ws('|', 'security_change_outside_window', event_id), 256) as detection_id,
     case
@@ -72,7 +27,7 @@ select
     subject_user_luid,
     outcome,
     array(event_id) as evidence_event_ids
-from changes
+from {{ ref('int_admin_security_changes') }}
 where not (
     {{ on_a_window_day }}
     and hour(event_time) >= {{ var('change_window_start_hour') }}

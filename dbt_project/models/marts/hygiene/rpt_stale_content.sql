@@ -3,36 +3,10 @@
 -- that long ago. Deleted content is left out. "Now" is the newest event in the lakehouse.
 with as_of as (
     select max(event_time) as as_of_time from {{ ref('stg_site__events') }}
-),
-
-accesses as (
-    select
-        content_luid,
-        event_time,
-        event_id
-    from {{ ref('fct_content_access') }}
-    where content_luid is not null
-    union all
-    -- a view opened is its workbook opened
-    select
-        workbook_luid as content_luid,
-        event_time,
-        event_id
-    from {{ ref('fct_content_access') }}
-    where workbook_luid is not null
-),
-
-last_access as (
-    select
-        content_luid,
-        max(event_time) as last_accessed_at,
-        max_by(event_id, struct(event_time, event_id)) as last_access_event_id
-    from accesses
-    group by content_luid
 )
 
 select
-    sha2(concat_ws('|', 'stale_content', c.content_luid, cast(l.last_accessed_at as string)), 256) as detection_id,
+    sha2(concat_ws('|', 'stale_content', c.content_luid, cast(c.last_accessed_at as string)), 256) as detection_id,
     'low' as severity,
     c.site_luid,
     c.content_luid,
@@ -40,18 +14,18 @@ select
     c.content_name,
     c.current_owner_luid,
     c.first_seen_at,
-    l.last_accessed_at,
-    coalesce(l.last_accessed_at, c.first_seen_at) + make_interval(0, 0, 0, {{ var('stale_content_days') }})
+    c.last_accessed_at,
+    coalesce(c.last_accessed_at, c.first_seen_at) + make_interval(0, 0, 0, {{ var('stale_content_days') }})
         as stale_since,
-    filter(array(l.last_access_event_id), e -> e is not null) as evidence_event_ids
-from {{ ref('dim_content') }} as c
+    filter(array(c.last_access_event_id), e -> e is not null) as evidence_event_ids
+from {{ ref('int_content_mentions') }} as c
 cross join as_of as x
-left join last_access as l on c.content_luid = l.content_luid
 where
-    lower(c.content_type) in ('workbook', 'datasource')
+    c.is_mentioned
+    and lower(c.content_type) in ('workbook', 'datasource')
     and c.deleted_at is null
     and c.first_seen_at <= x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
     and (
-        l.last_accessed_at is null
-        or l.last_accessed_at < x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
+        c.last_accessed_at is null
+        or c.last_accessed_at < x.as_of_time - make_interval(0, 0, 0, {{ var('stale_content_days') }})
     )
