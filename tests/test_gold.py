@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
 from pipelines.gold import inputs
-from pipelines.gold.compact import compact_marts, data_files, mart_tables
+from pipelines.gold.compact import MIN_FILE_SIZE, compact, compact_marts, data_files, mart_tables
 from pipelines.gold.run import GoldError, dbt_target_dir, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
@@ -105,6 +105,27 @@ def test_marts_past_the_file_count_are_compacted_and_keep_their_rows(spark, gold
         assert c.files_before == most and c.files_after == 1, c
     for name in fragmented:
         assert sorted(spark.table(f"{gold}.{name}").collect()) == sorted(before[name]), name
+
+
+def test_compaction_packs_the_small_files_and_leaves_the_large_ones(spark, tmp_path):
+    """A windowed mart is written in time order so that a merge rewrites only its newest files: a
+    compaction must not pack its large files into one (Delta's own floor is 1 GB)."""
+    table = f"delta.`{tmp_path / 'mart'}`"
+    spark.range(200_000).selectExpr("id", "sha2(cast(id as string), 256) as h").coalesce(1) \
+        .write.format("delta").save(str(tmp_path / "mart"))
+    large = set(spark.sql(f"select input_file_name() from {table}").distinct().first())
+    for i in range(4):
+        spark.range(i, i + 1).selectExpr("id", "'small' as h").write.format("delta").mode("append").save(
+            str(tmp_path / "mart"))
+    size = spark.sql(f"DESCRIBE DETAIL {table}").first()["sizeInBytes"]
+    rows = spark.sql(f"select * from {table}").collect()
+    done = compact(spark, table, files_over=2, keep_from_bytes=size // 2)  # the large file is past half
+    assert (done.files_before, done.files_after) == (5, 2)
+    files = {r[0] for r in spark.sql(f"select input_file_name() from {table}").distinct().collect()}
+    assert large <= files  # not rewritten
+    assert sorted(spark.sql(f"select * from {table}").collect()) == sorted(rows)
+    assert compact(spark, table, files_over=1, keep_from_bytes=size * 2).files_after == 1  # all small: one file
+    assert spark.conf.get(MIN_FILE_SIZE, None) is None  # the session's setting is put back
 
 
 def test_a_refresh_with_nothing_new_skips_gold_and_logs_it(spark, gold_lake):
@@ -544,9 +565,13 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
         frame.write.format("delta").mode("append").saveAsTable(site)
     try:
         run_dbt(spark, cfg, ["run", "--quiet", "--select", *marts])
-        for name in marts:  # a bounded read: the window starts at the job's first event / the split session
+        for name, column in zip(marts, ("first_event_at", "signed_in_at"), strict=True):
+            # a bounded read: the window starts at the job's first event / the split session
             compiled = next((dbt_target_dir() / "compiled").rglob(f"{name}.sql")).read_text()
             assert "event_date >= date '" in compiled and "9999-12-31" not in compiled, name
+            # and a bounded merge: the mart's files before the recomputed rows' start are not read
+            merged = next((dbt_target_dir() / "run").rglob(f"{name}.sql")).read_text()
+            assert f"(DBT_INTERNAL_DEST.{column} >= timestamp '" in merged, name
         incremental = {name: fingerprint(spark.table(f"{gold}.{name}")) for name in marts}
         split = spark.table(f"{gold}.fct_sessions").where(f"session_id = '{ids[1]}'").count()
         assert split == 1  # the late sign-in opened a session of its own

@@ -6,6 +6,12 @@ hundreds of files. The rule: after a successful gold build, a mart holding more 
 ``gold.compact_files_over`` data files is compacted (and so is an analysts' copy that followed its
 mart's changes, pipelines/analyst/publish.py). Reading the file counts is a look at each
 mart's Delta log (no data read); OPTIMIZE runs only where the rule says so.
+
+OPTIMIZE packs only the files smaller than ``KEEP_FILES_FROM_BYTES``; larger ones stay as they are.
+The windowed marts (fct_background_jobs, fct_sessions) are written in time order, so that a
+delivery's merge rewrites only the files of the newest jobs and sessions; packing every file into
+one (Delta's own floor is 1 GB) would undo that order at the first compaction, and rewriting large
+files that no merge touched is work for nothing in any mart.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from pipelines.delta_util import table_names
+
+# Delta's OPTIMIZE leaves a file of at least this many bytes as it is (its default: 1 GB)
+MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
+KEEP_FILES_FROM_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,13 +46,23 @@ def data_files(spark: SparkSession, table: str) -> int:
     return spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
 
 
-def compact(spark: SparkSession, table: str, files_over: int) -> Compaction | None:
-    """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files."""
+def compact(spark: SparkSession, table: str, files_over: int,
+            keep_from_bytes: int = KEEP_FILES_FROM_BYTES) -> Compaction | None:
+    """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files,
+    packing only its files smaller than ``keep_from_bytes``."""
     before = data_files(spark, table)
     if before <= files_over:
         return None
     started = time.monotonic()
-    spark.sql(f"OPTIMIZE {table}")
+    previous = spark.conf.get(MIN_FILE_SIZE, None)
+    spark.conf.set(MIN_FILE_SIZE, str(keep_from_bytes))  # read when OPTIMIZE plans; nothing else runs meanwhile
+    try:
+        spark.sql(f"OPTIMIZE {table}")
+    finally:
+        if previous is None:
+            spark.conf.unset(MIN_FILE_SIZE)
+        else:
+            spark.conf.set(MIN_FILE_SIZE, previous)
     return Compaction(table, before, data_files(spark, table), time.monotonic() - started)
 
 

@@ -1,5 +1,5 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='job_luid',
-          on_schema_change='append_new_columns') }}
+          on_schema_change='append_new_columns', merge_window='first_event_at') }}
 -- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the jobs with new state events (their later states arrive in later
@@ -24,4 +24,6 @@
     ) }}
 {% else %}
     select * from {{ ref('int_background_job_states') }}
+    -- in time order: a delivery's merge rewrites only the files of the newest jobs
+    order by first_event_at
 {% endif %}

@@ -1,4 +1,5 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='session_id') }}
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='session_id',
+          merge_window='signed_in_at') }}
 -- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the sessions of the users with new sign-ins, sign-outs or views (a new
@@ -29,4 +30,6 @@
     ) }}
 {% else %}
     select * from {{ ref('int_site_sessions') }}
+    -- in time order: a delivery's merge rewrites only the files of the newest sessions
+    order by signed_in_at
 {% endif %}
