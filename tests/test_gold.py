@@ -572,6 +572,7 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
             # and a bounded merge: the mart's files before the recomputed rows' start are not read
             merged = next((dbt_target_dir() / "run").rglob(f"{name}.sql")).read_text()
             assert f"(DBT_INTERNAL_DEST.{column} >= timestamp '" in merged, name
+            assert not spark.catalog.isCached(f"{name}__dbt_tmp"), name  # the merge's cached source dropped
         incremental = {name: fingerprint(spark.table(f"{gold}.{name}")) for name in marts}
         split = spark.table(f"{gold}.fct_sessions").where(f"session_id = '{ids[1]}'").count()
         assert split == 1  # the late sign-in opened a session of its own
