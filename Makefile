@@ -19,12 +19,12 @@ PYTEST_WORKERS ?= 2
 DEMO_KEY := data/pseudonym.key
 export AUDITLAKE_PSEUDONYM_KEY ?= $(shell mkdir -p data && { test -s $(DEMO_KEY) || (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > $(DEMO_KEY)); } && cat $(DEMO_KEY))
 
-.PHONY: demo test test-e2e test-fast setup system-deps pg-deps ldap-deps clients registry lint lint-sql bench clean distclean
+.PHONY: demo test test-e2e test-fast setup system-deps pg-deps ldap-deps clients registry lint format lint-sql bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake --env demo demo
 
-test: setup pg-deps ldap-deps clients lint-sql
+test: setup pg-deps ldap-deps clients lint lint-sql
 	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not e2e" $(PYTEST_ARGS)
 
 # The end-to-end chains of processes `make test` leaves out (marker e2e: the kill-and-rerun chain of a
@@ -83,8 +83,13 @@ $(STAMP): pyproject.toml
 registry: $(STAMP)
 	@$(BIN)/python -m pipelines.activity_log.registry.build --reference $(REFERENCE)
 
+# ruff's linter, and its formatter as a check (`make format` rewrites the files); seconds.
 lint: $(STAMP)
 	@$(BIN)/ruff check pipelines devtools tests
+	@$(BIN)/ruff format --check pipelines devtools tests || { echo "run: make format"; exit 1; }
+
+format: $(STAMP)
+	@$(BIN)/ruff format pipelines devtools tests
 
 # sqlfluff with the dbt templater compiles the project (target `local`: its own Spark session
 # on the embedded metastore under data/, so not while a refresh runs).

@@ -30,6 +30,7 @@ def markdown_table(columns: list[str], rows: list[tuple]) -> str:
 
 def refresh_guide(spark: SparkSession, text: str, max_rows: int = 20, log=print) -> str:
     """``text`` with every SQL block's output table rewritten from ``spark``."""
+
     def rewrite(match: re.Match) -> str:
         sql = match["sql"]
         frame = spark.sql(sql)

@@ -204,8 +204,7 @@ def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
 
     extra_root = landing.parent / "increment"
     shutil.rmtree(extra_root, ignore_errors=True)
-    generate_activity_log(extra_root, events, seed=seed, start=_newest_day(landing) + timedelta(days=1),
-                          days=1)
+    generate_activity_log(extra_root, events, seed=seed, start=_newest_day(landing) + timedelta(days=1), days=1)
     moved = 0
     for path in sorted(p for p in extra_root.rglob("*") if p.is_file()):
         target = landing / path.relative_to(extra_root)
@@ -234,9 +233,16 @@ def _spark_jobs(spark) -> list[dict]:
         return datetime.strptime(text[:23], "%Y-%m-%dT%H:%M:%S.%f")
 
     # a job's description is the step that ran it (pipelines.spark_session.describe_jobs)
-    return [{"id": j["jobId"], "seconds": (ts(j["completionTime"]) - ts(j["submissionTime"])).total_seconds(),
-             "tasks": j["numTasks"], "name": j.get("description") or j["name"]}
-            for j in jobs if j.get("completionTime")]
+    return [
+        {
+            "id": j["jobId"],
+            "seconds": (ts(j["completionTime"]) - ts(j["submissionTime"])).total_seconds(),
+            "tasks": j["numTasks"],
+            "name": j.get("description") or j["name"],
+        }
+        for j in jobs
+        if j.get("completionTime")
+    ]
 
 
 def _where_time_goes(before: list[dict], after: list[dict], top: int = 6) -> list[str]:
@@ -262,22 +268,30 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     try:
         duck_rows, duck_s = _timed(lambda: duckdb_routing(landing, landing.parent / "duckdb"))
         duck = {"rows": duck_rows, "seconds": duck_s, "error": None}
-        log(f"bench [{name}]: duckdb read_ndjson_objects + routing + sha256 -> parquet: {duck_rows} rows in "
-            f"{duck_s:.1f}s")
+        log(
+            f"bench [{name}]: duckdb read_ndjson_objects + routing + sha256 -> parquet: {duck_rows} rows in "
+            f"{duck_s:.1f}s"
+        )
     except Exception as exc:  # the reference failing is a finding, reported as such
         duck = {"rows": 0, "seconds": float("nan"), "error": str(exc).splitlines()[0][:160]}
         log(f"bench [{name}]: duckdb failed: {duck['error']}")
 
     floor_rows, floor_s = _timed(lambda: typed_floor(spark, landing, landing.parent / "typed-floor"))
-    log(f"bench [{name}]: typed floor (spark.read.schema(silver types).json -> parquet): {floor_rows} rows in "
-        f"{floor_s:.1f}s")
+    log(
+        f"bench [{name}]: typed floor (spark.read.schema(silver types).json -> parquet): {floor_rows} rows in "
+        f"{floor_s:.1f}s"
+    )
     shutil.rmtree(landing.parent / "typed-floor", ignore_errors=True)
 
     def refresh() -> dict:
         report = run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=lambda _m: None)
         runs = {r.layer: r for r in report.runs}
-        return {"bronze_s": runs["bronze"].seconds, "silver_s": runs["silver"].seconds,
-                "rows": runs["bronze"].rows_in, "events": runs["silver"].rows_out}
+        return {
+            "bronze_s": runs["bronze"].seconds,
+            "silver_s": runs["silver"].seconds,
+            "rows": runs["bronze"].rows_in,
+            "events": runs["silver"].rows_out,
+        }
 
     jobs_before = _spark_jobs(spark)
     full = refresh()
@@ -286,17 +300,31 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
         raise RuntimeError(f"bronze landed {full['rows']} rows but the files hold {lines} lines")
     log(f"bench [{name}]: bronze {full['bronze_s']:.1f}s, silver {full['silver_s']:.1f}s ({full['events']} events)")
     nothing = refresh()
-    log(f"bench [{name}]: refresh with nothing new: bronze {nothing['bronze_s']:.1f}s, "
-        f"silver {nothing['silver_s']:.1f}s")
+    log(
+        f"bench [{name}]: refresh with nothing new: bronze {nothing['bronze_s']:.1f}s, "
+        f"silver {nothing['silver_s']:.1f}s"
+    )
     added = _add_increment(landing, max(1, events // 100))
     incr = refresh()
     if not incr["rows"]:
         raise RuntimeError(f"the +1% delivery ({added} files) landed nothing")
-    log(f"bench [{name}]: +1% delivery ({incr['rows']} lines): bronze {incr['bronze_s']:.1f}s, "
-        f"silver {incr['silver_s']:.1f}s")
+    log(
+        f"bench [{name}]: +1% delivery ({incr['rows']} lines): bronze {incr['bronze_s']:.1f}s, "
+        f"silver {incr['silver_s']:.1f}s"
+    )
     _drop_increments(landing)
-    return {"name": name, "files": data["files"], "megabytes": data["bytes"] / 1e6, "lines": lines,
-            "bare_s": bare_s, "duck": duck, "floor_s": floor_s, "full": full, "nothing": nothing, "incr": incr}
+    return {
+        "name": name,
+        "files": data["files"],
+        "megabytes": data["bytes"] / 1e6,
+        "lines": lines,
+        "bare_s": bare_s,
+        "duck": duck,
+        "floor_s": floor_s,
+        "full": full,
+        "nothing": nothing,
+        "incr": incr,
+    }
 
 
 def bench_ingest(cfg: Config, events: int, log) -> list[dict]:
@@ -305,8 +333,10 @@ def bench_ingest(cfg: Config, events: int, log) -> list[dict]:
     spark = build_spark(cfg)
     landing, data = _dataset(cfg, events, log)
     small, small_data = _small_files(cfg, log)
-    return [_measure_ingest(spark, cfg, f"{events:,} events", landing, data, events, log),
-            _measure_ingest(spark, cfg, "small files", small, small_data, SMALL_FILES_EVENTS, log)]
+    return [
+        _measure_ingest(spark, cfg, f"{events:,} events", landing, data, events, log),
+        _measure_ingest(spark, cfg, "small files", small, small_data, SMALL_FILES_EVENTS, log),
+    ]
 
 
 def render_ingest(sets: list[dict], cfg: Config) -> str:
@@ -316,8 +346,11 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
         "same files for every step; bronze and silver are `auditlake refresh --layers bronze,silver` "
         "(gates included, no write-back source).",
         "",
-        "| step | " + " | ".join(f"{s['name']}: {s['lines']:,} lines in {s['files']:,} files ({s['megabytes']:.0f} MB)"
-                               for s in sets) + " |",
+        "| step | "
+        + " | ".join(
+            f"{s['name']}: {s['lines']:,} lines in {s['files']:,} files ({s['megabytes']:.0f} MB)" for s in sets
+        )
+        + " |",
         "|---|" + "---:|" * len(sets),
     ]
 
@@ -328,22 +361,37 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
         return s[run]["bronze_s"] + s[run]["silver_s"]
 
     row("Spark bare `spark.read.text(...).count()`", lambda s: f"{s['bare_s']:.1f} s")
-    row("DuckDB `read_ndjson_objects` + routing fields + SHA-256 -> Parquet",
-        lambda s: f"{s['duck']['seconds']:.1f} s" if not s["duck"]["error"] else f"failed: {s['duck']['error']}")
-    row("Spark's typed floor: `spark.read.schema(<silver's types>).json(...)` -> Parquet",
-        lambda s: f"{s['floor_s']:.1f} s")
-    row("**bronze** landing (ledger, decode, routing, hash, Delta)",
-        lambda s: f"**{s['full']['bronze_s']:.1f} s** ({s['full']['bronze_s'] / s['bare_s']:.2f}x bare)")
-    row("bronze -> **silver** (typed, deduplicated, gate)",
-        lambda s: f"**{s['full']['silver_s']:.1f} s** ({s['full']['silver_s'] / s['floor_s']:.2f}x the typed floor)")
+    row(
+        "DuckDB `read_ndjson_objects` + routing fields + SHA-256 -> Parquet",
+        lambda s: f"{s['duck']['seconds']:.1f} s" if not s["duck"]["error"] else f"failed: {s['duck']['error']}",
+    )
+    row(
+        "Spark's typed floor: `spark.read.schema(<silver's types>).json(...)` -> Parquet",
+        lambda s: f"{s['floor_s']:.1f} s",
+    )
+    row(
+        "**bronze** landing (ledger, decode, routing, hash, Delta)",
+        lambda s: f"**{s['full']['bronze_s']:.1f} s** ({s['full']['bronze_s'] / s['bare_s']:.2f}x bare)",
+    )
+    row(
+        "bronze -> **silver** (typed, deduplicated, gate)",
+        lambda s: f"**{s['full']['silver_s']:.1f} s** ({s['full']['silver_s'] / s['floor_s']:.2f}x the typed floor)",
+    )
     row("**bronze + silver**", lambda s: f"**{both(s, 'full'):.1f} s**")
     row("refresh with **nothing new** (bronze + silver)", lambda s: f"{both(s, 'nothing'):.1f} s")
-    row("**+1% delivery** (bronze + silver)",
-        lambda s: f"{both(s, 'incr'):.1f} s ({both(s, 'incr') / both(s, 'full'):.1%} of the full load; "
-                  f"{both(s, 'incr') / both(s, 'nothing'):.1f}x nothing new)")
-    out += ["", "Targets (issue 30): bronze at most 3x the bare scan on both sets; silver at most 2x the typed floor "
-            "on the 1M set; a +1% delivery at most 5% of the full load on the 1M set, and the small-files set's at "
-            "most 3x a refresh with nothing new."]
+    row(
+        "**+1% delivery** (bronze + silver)",
+        lambda s: (
+            f"{both(s, 'incr'):.1f} s ({both(s, 'incr') / both(s, 'full'):.1%} of the full load; "
+            f"{both(s, 'incr') / both(s, 'nothing'):.1f}x nothing new)"
+        ),
+    )
+    out += [
+        "",
+        "Targets (issue 30): bronze at most 3x the bare scan on both sets; silver at most 2x the typed floor "
+        "on the 1M set; a +1% delivery at most 5% of the full load on the 1M set, and the small-files set's at "
+        "most 3x a refresh with nothing new.",
+    ]
     for s in sets:
         if s["full"].get("jobs"):
             out += ["", f"Longest Spark jobs of the full load, {s['name']}:", ""]
@@ -409,8 +457,10 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
                 "dbt_nodes": [] if report.gold_skipped else _dbt_node_seconds(),
             }
         )
-        log(f"bench: batch {number}/{batches}: {layer['silver'].rows_out} new events ({history} in silver) in "
-            f"{seconds:.1f}s (" + ", ".join(f"{n} {r.seconds:.1f}s" for n, r in layer.items()) + ")")
+        log(
+            f"bench: batch {number}/{batches}: {layer['silver'].rows_out} new events ({history} in silver) in "
+            f"{seconds:.1f}s (" + ", ".join(f"{n} {r.seconds:.1f}s" for n, r in layer.items()) + ")"
+        )
         figures = _all_figures(events, data, batches, rows)
         if on_batch is not None:
             on_batch(figures)
@@ -424,8 +474,10 @@ def _dbt_node_seconds(results: dict | None = None) -> list[tuple[str, str, float
 
     if results is None:
         results = json.loads((dbt_target_dir() / "run_results.json").read_text())
-    nodes = [(r["unique_id"].split(".", 2)[2], r["unique_id"].split(".")[0], float(r["execution_time"]))
-             for r in results["results"]]
+    nodes = [
+        (r["unique_id"].split(".", 2)[2], r["unique_id"].split(".")[0], float(r["execution_time"]))
+        for r in results["results"]
+    ]
     return sorted(nodes, key=lambda n: -n[2])
 
 
@@ -483,8 +535,13 @@ def render_all(fig: dict, cfg: Config) -> str:
     ]
     if len(fig["batches"]) > 2 and fig["batches"][1]["dbt_nodes"] and fig["batches"][-1]["dbt_nodes"]:
         first, last = fig["batches"][1], fig["batches"][-1]
-        lines += ["", f"dbt's slowest nodes (thread seconds; dbt runs 4 threads), batch 2 and batch "
-                  f"{last['batch']}:", "", f"| node | batch 2 s | batch {last['batch']} s |", "|---|---:|---:|"]
+        lines += [
+            "",
+            f"dbt's slowest nodes (thread seconds; dbt runs 4 threads), batch 2 and batch {last['batch']}:",
+            "",
+            f"| node | batch 2 s | batch {last['batch']} s |",
+            "|---|---:|---:|",
+        ]
         at_first = {name: secs for name, _kind, secs in first["dbt_nodes"]}
         for name, _kind, secs in last["dbt_nodes"][:10]:
             lines.append(f"| `{name[:70]}` | {at_first.get(name, float('nan')):.1f} | {secs:.1f} |")
@@ -534,11 +591,19 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     _report, increment_refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
     increment, increment_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
     figures = {
-        "events": events, "marts": len(names), "rows": rows, "bare_s": bare_s,
-        "full_s": full_s, "full_rows": sum(m.rows for m in full.written),
-        "again_s": again_s, "again_written": len(again.written),
-        "tdsx_s": tdsx_s, "tdsx_mb": package.stat().st_size / 1e6, "hyper_mb": full.path.stat().st_size / 1e6,
-        "increment_refresh_s": increment_refresh_s, "increment_s": increment_s,
+        "events": events,
+        "marts": len(names),
+        "rows": rows,
+        "bare_s": bare_s,
+        "full_s": full_s,
+        "full_rows": sum(m.rows for m in full.written),
+        "again_s": again_s,
+        "again_written": len(again.written),
+        "tdsx_s": tdsx_s,
+        "tdsx_mb": package.stat().st_size / 1e6,
+        "hyper_mb": full.path.stat().st_size / 1e6,
+        "increment_refresh_s": increment_refresh_s,
+        "increment_s": increment_s,
         "increment_rows": sum(m.rows for m in increment.written),
         "increment_tables": dict(collections.Counter(m.action for m in increment.written)),
     }
@@ -549,33 +614,36 @@ def bench_export(cfg: Config, events: int, log) -> dict:
 def render_export(fig: dict, cfg: Config) -> str:
     rate = lambda rows, seconds: f"{rows / seconds:,.0f} rows/s" if seconds else "-"  # noqa: E731
     kinds = ", ".join(f"{n} {a}" for a, n in sorted(fig["increment_tables"].items())) or "none"
-    return "\n".join([
-        f"`auditlake bench --layer export --events {fig['events']}` on {_machine()}, "
-        f"{datetime.now(UTC):%Y-%m-%d}: a lake of {fig['events']:,} generated events refreshed through gold, "
-        f"{fig['marts']} analyst marts holding {fig['rows']:,} rows; one process, one Spark session.",
-        "",
-        "| | seconds | rows written | rate |",
-        "|---|---:|---:|---:|",
-        f"| Spark's bare copy of the analysts' tables to Parquet (reference) | {fig['bare_s']:.1f} | {fig['rows']:,} "
-        f"| {rate(fig['rows'], fig['bare_s'])} |",
-        f"| first export (every mart; {fig['hyper_mb']:.1f} MB of Hyper) | {fig['full_s']:.1f} | {fig['full_rows']:,} "
-        f"| {rate(fig['full_rows'], fig['full_s'])} |",
-        f"| export with nothing new | {fig['again_s']:.2f} | {fig['again_written']} tables | |",
-        f"| `.tdsx` packaged ({fig['tdsx_mb']:.1f} MB) | {fig['tdsx_s']:.1f} | | |",
-        f"| export after a +1% delivery's refresh ({kinds}) | {fig['increment_s']:.1f} | {fig['increment_rows']:,} "
-        f"| {rate(fig['increment_rows'], fig['increment_s'])} |",
-        "",
-        f"The +1% delivery's refresh (every layer) took {fig['increment_refresh_s']:.1f}s; the export after it "
-        f"{fig['increment_s'] / fig['full_s']:.0%} of the first.",
-    ])
+    return "\n".join(
+        [
+            f"`auditlake bench --layer export --events {fig['events']}` on {_machine()}, "
+            f"{datetime.now(UTC):%Y-%m-%d}: a lake of {fig['events']:,} generated events refreshed through gold, "
+            f"{fig['marts']} analyst marts holding {fig['rows']:,} rows; one process, one Spark session.",
+            "",
+            "| | seconds | rows written | rate |",
+            "|---|---:|---:|---:|",
+            f"| Spark's bare copy of the analysts' tables to Parquet (reference) | {fig['bare_s']:.1f} "
+            f"| {fig['rows']:,} | {rate(fig['rows'], fig['bare_s'])} |",
+            f"| first export (every mart; {fig['hyper_mb']:.1f} MB of Hyper) | {fig['full_s']:.1f} "
+            f"| {fig['full_rows']:,} | {rate(fig['full_rows'], fig['full_s'])} |",
+            f"| export with nothing new | {fig['again_s']:.2f} | {fig['again_written']} tables | |",
+            f"| `.tdsx` packaged ({fig['tdsx_mb']:.1f} MB) | {fig['tdsx_s']:.1f} | | |",
+            f"| export after a +1% delivery's refresh ({kinds}) | {fig['increment_s']:.1f} | {fig['increment_rows']:,} "
+            f"| {rate(fig['increment_rows'], fig['increment_s'])} |",
+            "",
+            f"The +1% delivery's refresh (every layer) took {fig['increment_refresh_s']:.1f}s; the export after it "
+            f"{fig['increment_s'] / fig['full_s']:.0%} of the first.",
+        ]
+    )
 
 
 # The delivery a layer's bench measures by default: the demo's hourly few hundred; issue 30's +10,000 on a long history.
 BENCH_DELIVERY = {"refresh": 400, "history": 10_000}
 
 
-def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print,
-              delivery: int | None = None):
+def run_bench(
+    cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print, delivery: int | None = None
+):
     delivery = delivery or BENCH_DELIVERY.get(layer)
     if layer == "refresh":
         from devtools.bench_refresh import bench_refresh, render_refresh
@@ -583,8 +651,9 @@ def run_bench(cfg: Config, layer: str, events: int, out_doc: Path, batches: int 
         figures = bench_refresh(cfg, delivery, log)
         write_section(out_doc, "refresh", render_refresh(figures, cfg))
     elif layer == "all":
-        figures = bench_all(cfg, events, batches, log,
-                            on_batch=lambda f: write_section(out_doc, "all", render_all(f, cfg)))
+        figures = bench_all(
+            cfg, events, batches, log, on_batch=lambda f: write_section(out_doc, "all", render_all(f, cfg))
+        )
         log(f"bench: last / first incremental refresh {figures['flatness']:.2f}x")
     elif layer == "history":
         from devtools.bench_history import bench_history, render_history

@@ -50,8 +50,10 @@ OCCURRENCE_COLUMNS = (
 def _copy_id(column: str) -> str:
     """SQL: ``column`` made unique to its copy, still UUID-shaped (silver's identifier form)."""
     digest = f"substr(sha2(concat(`{column}`, ':', copy), 256), 1, 32)"
-    return (f"CASE WHEN `{column}` IS NULL THEN NULL ELSE "
-            f"regexp_replace({digest}, '^(.{{8}})(.{{4}})(.{{4}})(.{{4}})(.{{12}})$', '$1-$2-$3-$4-$5') END")
+    return (
+        f"CASE WHEN `{column}` IS NULL THEN NULL ELSE "
+        f"regexp_replace({digest}, '^(.{{8}})(.{{4}})(.{{4}})(.{{4}})(.{{12}})$', '$1-$2-$3-$4-$5') END"
+    )
 
 
 def seed_history(spark, table: str, copies: int) -> int:
@@ -81,12 +83,15 @@ def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
     bcfg = _bench_cfg(cfg, landing.parent.parent / f"history-{size}")
     _fresh_lake(spark, bcfg)
     name = f"{size:,} events"
-    report, base_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing,
-                                                log=lambda _m: None))
+    report, base_s = _timed(
+        lambda: run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=lambda _m: None)
+    )
     base_rows = {r.layer: r for r in report.runs}["silver"].rows_out
     copies = max(1, round(size / base_rows)) - 1
-    log(f"bench [history {name}]: a week of {base_rows:,} events through bronze and silver in {base_s:.1f}s; "
-        f"seeding {copies} earlier weeks")
+    log(
+        f"bench [history {name}]: a week of {base_rows:,} events through bronze and silver in {base_s:.1f}s; "
+        f"seeding {copies} earlier weeks"
+    )
     started = time.monotonic()
     history = sum(seed_history(spark, tables(bcfg).silver_events(f), copies) for f in FAMILIES)
     seed_s = time.monotonic() - started
@@ -95,19 +100,32 @@ def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
     log(f"bench [history {name}]: gold built once on the whole history in {first_s:.1f}s")
     added = _add_increment(landing, delivery, seed=DATASET_SEED)  # the same world: its sites and users have history
     try:
-        report, total_s = _timed(lambda: run_refresh(spark, bcfg, list(LAYERS), source_dir=landing,
-                                                     log=lambda _m: None))
+        report, total_s = _timed(
+            lambda: run_refresh(spark, bcfg, list(LAYERS), source_dir=landing, log=lambda _m: None)
+        )
     finally:
         _drop_increments(landing)
     layers = {r.layer: r for r in report.runs}
     if not layers["bronze"].rows_in:
         raise RuntimeError(f"bench: the delivery ({added} files) landed nothing")
     seconds = {n: r.seconds for n, r in layers.items()}
-    log(f"bench [history {name}]: a delivery of {layers['silver'].rows_out:,} events in {total_s:.1f}s ("
-        + ", ".join(f"{n} {s:.1f}s" for n, s in seconds.items()) + ")")
-    return {"size": size, "history": history, "weeks": copies + 1, "base_s": base_s, "seed_s": seed_s,
-            "first_gold_s": first_s, "delivered": layers["silver"].rows_out, "seconds": seconds,
-            "total_s": total_s, "dbt_nodes": _dbt_node_seconds()}
+    log(
+        f"bench [history {name}]: a delivery of {layers['silver'].rows_out:,} events in {total_s:.1f}s ("
+        + ", ".join(f"{n} {s:.1f}s" for n, s in seconds.items())
+        + ")"
+    )
+    return {
+        "size": size,
+        "history": history,
+        "weeks": copies + 1,
+        "base_s": base_s,
+        "seed_s": seed_s,
+        "first_gold_s": first_s,
+        "delivered": layers["silver"].rows_out,
+        "seconds": seconds,
+        "total_s": total_s,
+        "dbt_nodes": _dbt_node_seconds(),
+    }
 
 
 def bench_history(cfg: Config, events: int, delivery: int, log) -> list[dict]:
@@ -140,19 +158,30 @@ def render_history(runs: list[dict], cfg: Config, top: int = 12) -> str:
     for layer in ("bronze", "silver"):
         row(f"the delivery: {layer}", lambda r, layer=layer: f"{r['seconds'].get(layer, 0):.1f} s")
     gold = small["seconds"]["gold"]
-    row("**the delivery: gold** (dbt build, gate, analysts' copies)",
-        lambda r: f"**{r['seconds']['gold']:.1f} s** ({r['seconds']['gold'] / gold:.2f}x)")
+    row(
+        "**the delivery: gold** (dbt build, gate, analysts' copies)",
+        lambda r: f"**{r['seconds']['gold']:.1f} s** ({r['seconds']['gold'] / gold:.2f}x)",
+    )
     row("the delivery's whole refresh", lambda r: f"{r['total_s']:.1f} s")
-    out += ["", f"Target (issue 30): the delivery's gold at {large['history']:,} events of history at most 1.2x its "
-            f"time at {small['history']:,}: **{large['seconds']['gold'] / small['seconds']['gold']:.2f}x**.", ""]
+    out += [
+        "",
+        f"Target (issue 30): the delivery's gold at {large['history']:,} events of history at most 1.2x its "
+        f"time at {small['history']:,}: **{large['seconds']['gold'] / small['seconds']['gold']:.2f}x**.",
+        "",
+    ]
     before = {(n, k): s for n, k, s in small["dbt_nodes"]}
-    grown = sorted(((s - before.get((n, k), 0.0), n, k, before.get((n, k), 0.0), s) for n, k, s in large["dbt_nodes"]),
-                   reverse=True)[:top]
-    out += [f"dbt's nodes of the delivery's build that grew most with history (seconds at {small['history']:,} -> "
-            f"{large['history']:,}; a table model is rebuilt from all of history, an incremental one reads the "
-            "new rows and merges them into a mart that grew with it; dbt runs several nodes at once, so a "
-            "node's time includes waiting for the others):",
-            "", "| node | kind | small | large | grew |", "|---|---|---:|---:|---:|"]
+    grown = sorted(
+        ((s - before.get((n, k), 0.0), n, k, before.get((n, k), 0.0), s) for n, k, s in large["dbt_nodes"]),
+        reverse=True,
+    )[:top]
+    out += [
+        f"dbt's nodes of the delivery's build that grew most with history (seconds at {small['history']:,} -> "
+        f"{large['history']:,}; a table model is rebuilt from all of history, an incremental one reads the "
+        "new rows and merges them into a mart that grew with it; dbt runs several nodes at once, so a "
+        "node's time includes waiting for the others):",
+        "",
+        "| node | kind | small | large | grew |",
+        "|---|---|---:|---:|---:|",
+    ]
     out += [f"| {n} | {k} | {a:.1f} | {b:.1f} | {d:+.1f} |" for d, n, k, a, b in grown]
     return "\n".join(out)
-

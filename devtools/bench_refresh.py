@@ -35,8 +35,9 @@ def _refresh_process(env: dict[str, str], cfg: Config, label: str, log) -> dict:
     command = [sys.executable, "-m", "pipelines.cli", "--env", cfg.env, "refresh"]
     started = time.monotonic()
     lines: list[tuple[float, str]] = []
-    with subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+    with subprocess.Popen(
+        command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         for line in proc.stdout:
             lines.append((time.monotonic() - started, line.rstrip()))
     wall = time.monotonic() - started
@@ -68,17 +69,25 @@ def _dbt_figures(target_dir: Path) -> dict:
     results = json.loads(path.read_text())
     nodes = _dbt_node_seconds(results)
     kinds = {kind: [secs for _n, k, secs in nodes if k == kind] for kind in sorted({k for _n, k, _s in nodes})}
-    return {"elapsed_s": float(results.get("elapsed_time") or 0),
-            "kinds": {k: (len(v), sum(v)) for k, v in kinds.items()},
-            "slowest": [(secs, kind, name) for name, kind, secs in nodes[:8]]}
+    return {
+        "elapsed_s": float(results.get("elapsed_time") or 0),
+        "kinds": {k: (len(v), sum(v)) for k, v in kinds.items()},
+        "slowest": [(secs, kind, name) for name, kind, secs in nodes[:8]],
+    }
 
 
 def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
     """``events`` clean events for the day after the lake's newest, in the demo's layout."""
     from devtools.sample.activity_log import generate_activity_log
 
-    generate_activity_log(landing, events, seed=cfg.get("generate.seed") + 1, days=1,
-                          start=_newest_day(landing) + timedelta(days=1), layout=cfg.get("generate.layout"))
+    generate_activity_log(
+        landing,
+        events,
+        seed=cfg.get("generate.seed") + 1,
+        days=1,
+        start=_newest_day(landing) + timedelta(days=1),
+        layout=cfg.get("generate.layout"),
+    )
 
 
 def bench_refresh(cfg: Config, delivery: int, log) -> dict:
@@ -89,11 +98,17 @@ def bench_refresh(cfg: Config, delivery: int, log) -> dict:
     lake = root / "lake"
     landing = lake / "landing"
     target = root / "dbt-target"  # dbt's run results of these processes, not the project's
-    env = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(lake), "AUDITLAKE__PATHS__LANDING_DIR": str(landing),
-           "DBT_TARGET_PATH": str(target)}
+    env = {
+        **os.environ,
+        "AUDITLAKE__PATHS__DATA_DIR": str(lake),
+        "AUDITLAKE__PATHS__LANDING_DIR": str(landing),
+        "DBT_TARGET_PATH": str(target),
+    }
     summary = generate_demo_sample(cfg, landing)
-    runs = [_refresh_process(env, cfg, f"first load ({summary['records']:,} events)", log),
-            _refresh_process(env, cfg, "nothing new", log)]
+    runs = [
+        _refresh_process(env, cfg, f"first load ({summary['records']:,} events)", log),
+        _refresh_process(env, cfg, "nothing new", log),
+    ]
     _deliver_next_day(cfg, landing, delivery)
     delivered = _refresh_process(env, cfg, f"+{delivery} events (the next day)", log)
     delivered["dbt"] = _dbt_figures(target)
@@ -113,13 +128,29 @@ def _warm_runs(env: dict[str, str], cfg: Config, landing: Path, delivery: int, l
     first): nothing new, a delivery, nothing new, a delivery, nothing new. Each delivery is written
     while the process waits for its next run (the runs before them have nothing new: well under the
     90 s period, so the wait leaves time to write it). -> (label, seconds) per run, as the process timed them."""
-    labels = ["nothing new (the process's first run)", f"+{delivery} events", "nothing new",
-              f"+{delivery} events, again", "nothing new, again"]
-    command = [sys.executable, "-m", "pipelines.cli", "--env", cfg.env, "refresh", "--every", "90s",
-               "--runs", str(len(labels))]
+    labels = [
+        "nothing new (the process's first run)",
+        f"+{delivery} events",
+        "nothing new",
+        f"+{delivery} events, again",
+        "nothing new, again",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "pipelines.cli",
+        "--env",
+        cfg.env,
+        "refresh",
+        "--every",
+        "90s",
+        "--runs",
+        str(len(labels)),
+    ]
     taken: list[float] = []
-    with subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+    with subprocess.Popen(
+        command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         for line in proc.stdout:
             if m := _TAKEN.search(line):
                 taken.append(float(m.group(1)))
@@ -145,8 +176,10 @@ def render_refresh(fig: dict, cfg: Config) -> str:
     ]
     for run in fig["runs"]:
         lay = run["layers"]
-        out.append(f"| {run['label']} | **{run['wall_s']:.1f}** | {lay.get('bronze', 0):.1f} | "
-                   f"{lay.get('silver', 0):.1f} | {lay.get('gold', 0):.1f} |")
+        out.append(
+            f"| {run['label']} | **{run['wall_s']:.1f}** | {lay.get('bronze', 0):.1f} | "
+            f"{lay.get('silver', 0):.1f} | {lay.get('gold', 0):.1f} |"
+        )
     ratio = delivered["wall_s"] / idle_s
     out += [
         "",
@@ -163,12 +196,20 @@ def render_refresh(fig: dict, cfg: Config) -> str:
     dbt = delivered.get("dbt") or {}
     if dbt:
         kinds = ", ".join(f"{n} {k}s {s:.0f} thread-s" for k, (n, s) in dbt["kinds"].items())
-        out += ["", f"dbt's build of that run: {dbt['elapsed_s']:.0f} s elapsed on 4 threads; {kinds}. "
-                "Slowest nodes:", ""]
+        out += [
+            "",
+            f"dbt's build of that run: {dbt['elapsed_s']:.0f} s elapsed on 4 threads; {kinds}. Slowest nodes:",
+            "",
+        ]
         out += [f"- {secs:.1f} s {kind} `{name[:80]}`" for secs, kind, name in dbt["slowest"]]
     if fig.get("warm"):
-        out += ["", "Then the same kinds of run in one `auditlake refresh --every 90s` process on that lake, its "
-                "JVM warm after the first run (seconds as the process timed each run):", "",
-                "| run in one process | s |", "|---|---:|"]
+        out += [
+            "",
+            "Then the same kinds of run in one `auditlake refresh --every 90s` process on that lake, its "
+            "JVM warm after the first run (seconds as the process timed each run):",
+            "",
+            "| run in one process | s |",
+            "|---|---:|",
+        ]
         out += [f"| {label} | **{secs:.1f}** |" for label, secs in fig["warm"]]
     return "\n".join(out)

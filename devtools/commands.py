@@ -14,21 +14,46 @@ from pipelines.cli import iso_time, log, positive_int, refresh
 from pipelines.config import Config
 
 
-def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, dirty: bool,
-                           layout: str, live_feed: bool = False, security_stories: bool = False,
-                           snapshots: bool = False, snapshot_every: int = 1) -> dict:
+def _generate_activity_log(
+    out: Path,
+    events: int,
+    seed: int,
+    start,
+    days: int,
+    dirty: bool,
+    layout: str,
+    live_feed: bool = False,
+    security_stories: bool = False,
+    snapshots: bool = False,
+    snapshot_every: int = 1,
+) -> dict:
     from devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
-    summary = generate_activity_log(out, events, seed=seed, start=start, days=days, dirty=dirty, progress=log,
-                                    layout=layout, live_feed=live_feed, security_stories=security_stories,
-                                    snapshots=snapshots, snapshot_every=snapshot_every)
+    summary = generate_activity_log(
+        out,
+        events,
+        seed=seed,
+        start=start,
+        days=days,
+        dirty=dirty,
+        progress=log,
+        layout=layout,
+        live_feed=live_feed,
+        security_stories=security_stories,
+        snapshots=snapshots,
+        snapshot_every=snapshot_every,
+    )
     snaps = summary["snapshots"]
     log(
         f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
         f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
-        + (f"; entity snapshots: {snaps['files']} Parquet files, {snaps['rows']} rows, {snaps['hours']} hours "
-           f"(every {snapshot_every} h)" if snapshots else "")
+        + (
+            f"; entity snapshots: {snaps['files']} Parquet files, {snaps['rows']} rows, {snaps['hours']} hours "
+            f"(every {snapshot_every} h)"
+            if snapshots
+            else ""
+        )
         + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
         + (f"; silent changes: {json.dumps(summary['silent_changes'])}" if summary["silent_changes"] else "")
         + ("; with the live feed's additions" if live_feed else "")
@@ -40,9 +65,19 @@ def _generate_activity_log(out: Path, events: int, seed: int, start, days: int, 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.get("generate.start"))
     days = args.days or cfg.get("generate.days")
-    _generate_activity_log(Path(args.out), args.events, args.seed, start, days, args.dirty, args.layout,
-                           live_feed=args.live_feed, security_stories=args.security_stories,
-                           snapshots=args.snapshots, snapshot_every=args.snapshot_every)
+    _generate_activity_log(
+        Path(args.out),
+        args.events,
+        args.seed,
+        start,
+        days,
+        args.dirty,
+        args.layout,
+        live_feed=args.live_feed,
+        security_stories=args.security_stories,
+        snapshots=args.snapshots,
+        snapshot_every=args.snapshot_every,
+    )
     return 0
 
 
@@ -69,19 +104,33 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
 
 def generate_demo_sample(cfg: Config, landing: Path) -> dict:
     """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
-    return _generate_activity_log(landing, cfg.get("generate.events"), cfg.get("generate.seed"),
-                                  iso_time(cfg.get("generate.start")), cfg.get("generate.days"), dirty=True,
-                                  layout=cfg.get("generate.layout"), live_feed=True,  # what the registry knows
-                                  security_stories=True,  # a situation for every detection report
-                                  snapshots=cfg.get("generate.snapshots"),
-                                  snapshot_every=cfg.get("generate.snapshot_every_hours"))
+    return _generate_activity_log(
+        landing,
+        cfg.get("generate.events"),
+        cfg.get("generate.seed"),
+        iso_time(cfg.get("generate.start")),
+        cfg.get("generate.days"),
+        dirty=True,
+        layout=cfg.get("generate.layout"),
+        live_feed=True,  # what the registry knows
+        security_stories=True,  # a situation for every detection report
+        snapshots=cfg.get("generate.snapshots"),
+        snapshot_every=cfg.get("generate.snapshot_every_hours"),
+    )
 
 
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
     from devtools.bench import run_bench
 
-    run_bench(cfg, layer=args.layer, events=args.events, out_doc=Path(args.doc), batches=args.batches, log=log,
-              delivery=args.delivery)
+    run_bench(
+        cfg,
+        layer=args.layer,
+        events=args.events,
+        out_doc=Path(args.doc),
+        batches=args.batches,
+        log=log,
+        delivery=args.delivery,
+    )
     return 0
 
 
@@ -111,20 +160,38 @@ def register(sub) -> None:
     p.add_argument(
         "--dirty", action="store_true", help="add what real feeds contain (malformed lines, duplicates, ...)"
     )
-    p.add_argument("--layout", choices=list(LAYOUTS), default="auditlake",
-                   help="auditlake: site/ and tenant/ folders; date_first / schema_first: Tableau's own trees "
-                        "(pod=…/siteLuid=…/…, tenant files without siteLuid=)")
-    p.add_argument("--live-feed", action="store_true",
-                   help="also what the live feed carries beyond the bundled references (eventOutcome, "
-                        "eventProcessedTime, vizql_http_request, bridge_job)")
-    p.add_argument("--security-stories", action="store_true",
-                   help="also a situation for each detection report (escalation, impersonation, mass download, "
-                        "a leaver's token, a new sign-in address, security changes at night)")
-    p.add_argument("--snapshots", action="store_true",
-                   help="also the hourly entity snapshots Cloud Manager delivers beside the log (users, groups, "
-                        "group_members, workbooks, datasources: …/entityType=<type>/part-00000.parquet per site)")
-    p.add_argument("--snapshot-every", type=positive_int, default=1, metavar="H",
-                   help="with --snapshots: one snapshot every H hours from the window's start (default 1)")
+    p.add_argument(
+        "--layout",
+        choices=list(LAYOUTS),
+        default="auditlake",
+        help="auditlake: site/ and tenant/ folders; date_first / schema_first: Tableau's own trees "
+        "(pod=…/siteLuid=…/…, tenant files without siteLuid=)",
+    )
+    p.add_argument(
+        "--live-feed",
+        action="store_true",
+        help="also what the live feed carries beyond the bundled references (eventOutcome, "
+        "eventProcessedTime, vizql_http_request, bridge_job)",
+    )
+    p.add_argument(
+        "--security-stories",
+        action="store_true",
+        help="also a situation for each detection report (escalation, impersonation, mass download, "
+        "a leaver's token, a new sign-in address, security changes at night)",
+    )
+    p.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="also the hourly entity snapshots Cloud Manager delivers beside the log (users, groups, "
+        "group_members, workbooks, datasources: …/entityType=<type>/part-00000.parquet per site)",
+    )
+    p.add_argument(
+        "--snapshot-every",
+        type=positive_int,
+        default=1,
+        metavar="H",
+        help="with --snapshots: one snapshot every H hours from the window's start (default 1)",
+    )
     p.set_defaults(func=cmd_generate_activity_log)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")
@@ -135,17 +202,24 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_generate_writeback)
 
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
-    p.add_argument("--layer", choices=["ingest", "all", "export", "refresh", "history"], default="ingest",
-                   help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
-                        "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
-                        "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
-                        "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
-                        "history: a delivery's gold on 0.5M events of history and on --events (silver seeded)")
+    p.add_argument(
+        "--layer",
+        choices=["ingest", "all", "export", "refresh", "history"],
+        default="ingest",
+        help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
+        "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
+        "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
+        "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
+        "history: a delivery's gold on 0.5M events of history and on --events (silver seeded)",
+    )
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
-    p.add_argument("--delivery", type=positive_int,
-                   help="--layer refresh / history: the new events of the delivery measured (the next day's; "
-                        "default: BENCH_DELIVERY in devtools/bench.py)")
+    p.add_argument(
+        "--delivery",
+        type=positive_int,
+        help="--layer refresh / history: the new events of the delivery measured (the next day's; "
+        "default: BENCH_DELIVERY in devtools/bench.py)",
+    )
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench)
 

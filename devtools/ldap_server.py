@@ -79,11 +79,39 @@ def make_private_ca(base: Path) -> tuple[Path, Path, Path]:
     ext = base / "server.ext"
     ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
     for cmd in (
-        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_cert, "-days", "2",
-         "-subj", "/CN=auditlake test CA"],
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca_cert,
+            "-days",
+            "2",
+            "-subj",
+            "/CN=auditlake test CA",
+        ],
         ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
-        ["x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
-         "-extfile", ext],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca_cert,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ],
     ):
         _run(["openssl", *map(str, cmd)])
     return ca_cert, cert, key
@@ -99,7 +127,7 @@ def slapd_conf(base: Path, root_password: str, tls: tuple[Path, Path] | None = N
         # a bind checks the password; nobody reads it back. Everything else: read after binding.
         "access to attrs=userPassword by self write by anonymous auth by * none\n"
         "access to * by users read by * none\n"
-        f"database mdb\nsuffix \"{SUFFIX}\"\nrootdn \"{ROOT_DN}\"\nrootpw {ssha(root_password)}\n"
+        f'database mdb\nsuffix "{SUFFIX}"\nrootdn "{ROOT_DN}"\nrootpw {ssha(root_password)}\n'
         f"directory {base / 'db'}\nmaxsize 10485760\n"
     )
 
@@ -117,8 +145,9 @@ class LdapServer:
         return f"{'ldaps' if self.ca_cert else 'ldap'}://{self.host}:{self.port}"
 
     @classmethod
-    def start(cls, users: dict[str, str], base_dir: Path | None = None, timeout: float = 30,
-              tls: bool = False) -> LdapServer:
+    def start(
+        cls, users: dict[str, str], base_dir: Path | None = None, timeout: float = 30, tls: bool = False
+    ) -> LdapServer:
         slapd = find_slapd()
         base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="auditlake-ldap-"))
         if base_dir and base.exists() and any(base.iterdir()):
@@ -175,8 +204,12 @@ class LdapServer:
     def bind_ok(self, name: str, password: str) -> bool:
         """Whether ``name`` can bind with ``password`` (``ldapwhoami``, from ldap-utils)."""
         env = {**os.environ, "LDAPTLS_CACERT": str(self.ca_cert)} if self.ca_cert else None
-        proc = subprocess.run(["ldapwhoami", "-x", "-H", self.url, "-D", user_dn(name), "-w", password],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            ["ldapwhoami", "-x", "-H", self.url, "-D", user_dn(name), "-w", password],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         return proc.returncode == 0
 
     def describe(self) -> dict:
@@ -205,8 +238,10 @@ def _main() -> int:
     server = LdapServer.start(users, Path(args.dir))
     state.touch(mode=0o600)  # it holds the root password
     state.write_text(json.dumps(server.describe()))
-    print(f"export AUDITLAKE__SERVE__AUTH=ldap AUDITLAKE__SERVE__LDAP__URL={server.url} "
-          f"AUDITLAKE__SERVE__LDAP__BASE_DN={PEOPLE}")
+    print(
+        f"export AUDITLAKE__SERVE__AUTH=ldap AUDITLAKE__SERVE__LDAP__URL={server.url} "
+        f"AUDITLAKE__SERVE__LDAP__BASE_DN={PEOPLE}"
+    )
     return 0
 
 

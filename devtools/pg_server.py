@@ -94,12 +94,32 @@ class PgServer:
         options = f"-c listen_addresses={server.host} -p {server.port} -k {base} -c fsync=off -c full_page_writes=off"
         try:
             server._run(
-                "initdb", "-D", str(server.data_dir), "-U", SUPERUSER, f"--pwfile={pwfile}", "-E", "UTF8",
-                "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+                "initdb",
+                "-D",
+                str(server.data_dir),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
             )
             pwfile.unlink()
-            server._run("pg_ctl", "-D", str(server.data_dir), "-l", str(base / "server.log"), "-w", "-t", "60",
-                        "-o", options, "start")
+            server._run(
+                "pg_ctl",
+                "-D",
+                str(server.data_dir),
+                "-l",
+                str(base / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                options,
+                "start",
+            )
         except RuntimeError:
             server.stop()  # nothing left behind: no server, no directory
             raise
@@ -112,8 +132,21 @@ class PgServer:
 
     def psql(self, database: str, sql: str) -> str:
         """Run SQL with ``psql`` over the unix socket (trusted) as the superuser; stops at the first error."""
-        args = ["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", str(self.base_dir), "-p", str(self.port),
-                "-U", self.user, "-d", database]
+        args = [
+            "-X",
+            "-q",
+            "-At",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            str(self.base_dir),
+            "-p",
+            str(self.port),
+            "-U",
+            self.user,
+            "-d",
+            database,
+        ]
         return self._run("psql", *args, input=sql)
 
     def create_database(self, name: str) -> None:
@@ -149,8 +182,10 @@ def _main() -> int:
 
         cfg = load_config()
         load_export_into_postgres(server, cfg.path("writeback.file.path"), cfg.get("writeback.databases"))
-    print(f"export AUDITLAKE__WRITEBACK__SOURCE=jdbc AUDITLAKE__WRITEBACK__JDBC__PORT={server.port} "
-          f"AUDITLAKE__WRITEBACK__JDBC__USER={server.user} AUDITLAKE_WRITEBACK_PASSWORD={server.password}")
+    print(
+        f"export AUDITLAKE__WRITEBACK__SOURCE=jdbc AUDITLAKE__WRITEBACK__JDBC__PORT={server.port} "
+        f"AUDITLAKE__WRITEBACK__JDBC__USER={server.user} AUDITLAKE_WRITEBACK_PASSWORD={server.password}"
+    )
     return 0
 
 

@@ -44,14 +44,17 @@ class S3Server:
         log = tempfile.TemporaryFile(mode="w+")
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, text=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 log.seek(0)
-                raise RuntimeError(f"moto server exited ({process.returncode}): {log.read()[-2000:]} "
-                                   "(pip install 'moto[server]')")
+                raise RuntimeError(
+                    f"moto server exited ({process.returncode}): {log.read()[-2000:]} (pip install 'moto[server]')"
+                )
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return cls(port, process)
@@ -71,8 +74,13 @@ class S3Server:
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+        )
 
     def environ(self) -> dict[str, str]:
         """AUDITLAKE__* overrides and credentials pointing the lakehouse's s3a:// locations here."""

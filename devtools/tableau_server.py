@@ -46,8 +46,12 @@ NAMESPACE = "http://tableau.com/api"
 PRODUCT_VERSION, BUILD, REST_API_VERSION = "2024.2.0", "20242.24.0711.1636", "3.23"
 # the headers a test may want to see (lower case); X-Tableau-Auth is checked, not recorded
 HEADERS_OF_INTEREST = ("content-type", "requestid", "user-agent")
-NO_API_ACCESS = (403, "403157", "Feature Disabled",
-                 "REST API access is disabled for this site (the site or the user has no API access)")
+NO_API_ACCESS = (
+    403,
+    "403157",
+    "Feature Disabled",
+    "REST API access is disabled for this site (the site or the user has no API access)",
+)
 _PATH = re.compile(r"^/api/(?P<version>[\d.]+)(?P<rest>/.*)$")
 _SITE_PATH = re.compile(r"^/sites/(?P<site>[^/]+)/(?P<what>.+)$")
 
@@ -142,8 +146,9 @@ class TableauServer:
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         found = _PATH.match(parts.path)
         headers = {k.lower(): v for k, v in handler.headers.items() if k.lower() in HEADERS_OF_INTEREST}
-        record = Received("unknown", method, found["rest"] if found else parts.path,
-                          found["version"] if found else "", query, headers)
+        record = Received(
+            "unknown", method, found["rest"] if found else parts.path, found["version"] if found else "", query, headers
+        )
         with self._lock:
             self.received.append(record)
             try:
@@ -246,9 +251,10 @@ class TableauServer:
         root = _response()
         ET.SubElement(root, "pagination", pageNumber=str(number), pageSize=str(size), totalAvailable=str(len(every)))
         listed = ET.SubElement(root, "projects")
-        for name, project_id in every[(number - 1) * size:number * size]:
-            ET.SubElement(listed, "project", id=project_id, name=name, description="",
-                          contentPermissions="ManagedByOwner")
+        for name, project_id in every[(number - 1) * size : number * size]:
+            ET.SubElement(
+                listed, "project", id=project_id, name=name, description="", contentPermissions="ManagedByOwner"
+            )
         return 200, root
 
     def _upload_initiate(self, r: Received) -> tuple[int, ET.Element]:
@@ -271,8 +277,9 @@ class TableauServer:
         self._uploads[session] += chunk
         r.details = {"upload_session_id": session, "bytes": len(chunk)}
         root = _response()
-        ET.SubElement(root, "fileUpload", uploadSessionId=session,
-                      fileSize=str(len(self._uploads[session]) // (1024 * 1024)))
+        ET.SubElement(
+            root, "fileUpload", uploadSessionId=session, fileSize=str(len(self._uploads[session]) // (1024 * 1024))
+        )
         return 200, root
 
     def _publish(self, r: Received, handler, body: bytes, site_id: str) -> tuple[int, ET.Element]:
@@ -293,9 +300,15 @@ class TableauServer:
             file_name, file = f"{name}.{r.query.get('datasourceType', '')}", bytes(self._uploads.pop(session))
         else:
             file_name, file = parts.get("tableau_datasource", ("", b""))
-        r.details = {"file_name": file_name, "file": file, "mode": modes[0] if modes else "createnew", "name": name,
-                     "project_id": project_id, "datasource_type": r.query.get("datasourceType"),
-                     "upload_session_id": session}
+        r.details = {
+            "file_name": file_name,
+            "file": file,
+            "mode": modes[0] if modes else "createnew",
+            "name": name,
+            "project_id": project_id,
+            "datasource_type": r.query.get("datasourceType"),
+            "upload_session_id": session,
+        }
         self._check(r)
         if project_id not in self.projects.values():
             raise _Refused(404, "404005", "Project Not Found", f"project '{project_id}' could not be found")
@@ -303,18 +316,30 @@ class TableauServer:
             raise _Refused(400, "400011", "Bad Request", "no data source file of a known type")
         datasource_id = self.datasources.get((project_id, name))  # Overwrite keeps the data source's id
         if datasource_id and not modes:
-            raise _Refused(409, "409004", "Resource Conflict",
-                           f"a data source named '{name}' already exists in the project")
+            raise _Refused(
+                409, "409004", "Resource Conflict", f"a data source named '{name}' already exists in the project"
+            )
         datasource_id = datasource_id or self.datasource_id or str(uuid.uuid4())
         self.datasources[(project_id, name)] = datasource_id
         r.details["datasource_id"] = datasource_id
         now = _now()
         root = _response()
-        published = ET.SubElement(root, "datasource", id=datasource_id, name=name, type="hyper",
-                                  contentUrl=re.sub(r"\W+", "", name), createdAt=now, updatedAt=now,
-                                  isCertified="false", encryptExtracts="false", hasExtracts="true")
-        ET.SubElement(published, "project", id=project_id,
-                      name=next(n for n, i in self.projects.items() if i == project_id))
+        published = ET.SubElement(
+            root,
+            "datasource",
+            id=datasource_id,
+            name=name,
+            type="hyper",
+            contentUrl=re.sub(r"\W+", "", name),
+            createdAt=now,
+            updatedAt=now,
+            isCertified="false",
+            encryptExtracts="false",
+            hasExtracts="true",
+        )
+        ET.SubElement(
+            published, "project", id=project_id, name=next(n for n, i in self.projects.items() if i == project_id)
+        )
         ET.SubElement(published, "owner", id=str(uuid.uuid5(uuid.NAMESPACE_URL, self.token_name)))
         ET.SubElement(published, "tags")
         return 201, root
@@ -322,9 +347,13 @@ class TableauServer:
     def _update(self, r: Received, datasource_id: str, handler, body: bytes) -> tuple[int, ET.Element]:
         r.op = "update"
         session = r.query.get("uploadSessionId")
-        r.details = {"datasource_id": datasource_id, "actions": json.loads(body or b"{}").get("actions"),
-                     "request_id": handler.headers.get("RequestID"), "upload_session_id": session,
-                     "payload": bytes(self._uploads.pop(session, b"")) if session else None}
+        r.details = {
+            "datasource_id": datasource_id,
+            "actions": json.loads(body or b"{}").get("actions"),
+            "request_id": handler.headers.get("RequestID"),
+            "upload_session_id": session,
+            "payload": bytes(self._uploads.pop(session, b"")) if session else None,
+        }
         self._check(r)
         if datasource_id not in self.datasources.values():
             raise _Refused(404, "404011", "Resource Not Found", f"datasource '{datasource_id}' could not be found")
@@ -333,12 +362,22 @@ class TableauServer:
         if not r.details["request_id"]:
             raise _Refused(400, "400000", "Bad Request", "the RequestID header is required")
         job_id = str(uuid.uuid4())
-        self._jobs[job_id] = {"datasource_id": datasource_id, "created": _now(), "polls": self.job_polls,
-                              "finish_code": self.job_finish_code}
+        self._jobs[job_id] = {
+            "datasource_id": datasource_id,
+            "created": _now(),
+            "polls": self.job_polls,
+            "finish_code": self.job_finish_code,
+        }
         r.details["job_id"] = job_id
         root = _response()
-        ET.SubElement(root, "job", id=job_id, mode="Asynchronous", type="UpdateUploadedFile",
-                      createdAt=self._jobs[job_id]["created"])
+        ET.SubElement(
+            root,
+            "job",
+            id=job_id,
+            mode="Asynchronous",
+            type="UpdateUploadedFile",
+            createdAt=self._jobs[job_id]["created"],
+        )
         return 202, root
 
     def _job(self, r: Received, job_id: str) -> tuple[int, ET.Element]:
@@ -349,8 +388,15 @@ class TableauServer:
             raise _Refused(404, "404000", "Not Found", f"job '{job_id}' could not be found")
         r.details = {"job_id": job_id}
         root = _response()
-        shown = ET.SubElement(root, "job", id=job_id, mode="Asynchronous", type="UpdateUploadedFile",
-                              createdAt=job["created"], startedAt=job["created"])
+        shown = ET.SubElement(
+            root,
+            "job",
+            id=job_id,
+            mode="Asynchronous",
+            type="UpdateUploadedFile",
+            createdAt=job["created"],
+            startedAt=job["created"],
+        )
         detail = ET.SubElement(shown, "updateUploadedFileJob")
         ET.SubElement(detail, "datasource", id=job["datasource_id"], name="")
         if job["polls"] > 0:

@@ -42,8 +42,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import ALERT_SEVERITIES, WEBHOOK_URL, Config, ConfigError, secret
+from pipelines.config import ALERT_SEVERITIES, WEBHOOK_URL, Config, secret
 from pipelines.delta_util import create_table_if_missing
+from pipelines.errors import ConfigError, InputError, one_line
 from pipelines.tables import tables
 
 PENDING, SENT, SKIPPED = "pending", "sent", "skipped"  # skipped: recorded by --skip-backlog, never posted
@@ -53,13 +54,22 @@ DELIVERIES_SCHEMA = (
     "sent_at timestamp, payload string"
 )
 # the columns of gold.rpt_detections a payload carries (the contract with the dbt models)
-DETECTION_FIELDS = ("detection_id", "detection", "report", "severity", "detected_at", "site_luid", "user_key",
-                    "summary", "evidence_event_ids")
+DETECTION_FIELDS = (
+    "detection_id",
+    "detection",
+    "report",
+    "severity",
+    "detected_at",
+    "site_luid",
+    "user_key",
+    "summary",
+    "evidence_event_ids",
+)
 # HTTP answers that say the receiver cannot take anything now: stop sending, retry next run
 _UNAVAILABLE = {408, 429}
 
 
-class AlertsError(RuntimeError):
+class AlertsError(InputError):
     """Alerts cannot run (nothing sent): the message says why and what to do."""
 
 
@@ -95,14 +105,16 @@ def webhook_url(cfg: Config, environ: Mapping[str, str] | None = None) -> str:
     variable, never its value, when it is unset or not an http(s) URL)."""
     url = secret(cfg, "alerts.webhook_url_env", environ).strip()
     if not WEBHOOK_URL.fullmatch(url):
-        raise ConfigError(f"config key 'alerts.webhook_url_env' names environment variable "
-                          f"{cfg.get('alerts.webhook_url_env')}, which does not hold an http:// or https:// URL")
+        raise ConfigError(
+            f"config key 'alerts.webhook_url_env' names environment variable "
+            f"{cfg.get('alerts.webhook_url_env')}, which does not hold an http:// or https:// URL"
+        )
     return url
 
 
 def severities_from(min_severity: str) -> list[str]:
     """The severities at or above ``min_severity``."""
-    return list(ALERT_SEVERITIES[ALERT_SEVERITIES.index(min_severity):])
+    return list(ALERT_SEVERITIES[ALERT_SEVERITIES.index(min_severity) :])
 
 
 # ---- the body ---------------------------------------------------------------------------------
@@ -114,10 +126,6 @@ def iso_utc(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds" if moment.microsecond else "seconds").replace("+00:00", "Z")
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _slack_escape(text: str) -> str:
     """Slack reads ``&``, ``<`` and ``>`` as markup (``<!channel>`` would notify everyone)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -127,8 +135,14 @@ def headline(detection: Mapping[str, object]) -> str:
     """One line: severity, detection, who, summary, when."""
     who = detection.get("user_key") or (f"site {detection['site_luid']}" if detection.get("site_luid") else "tenant")
     when = detection.get("detected_at")
-    return " | ".join([f"[{str(detection['severity']).upper()}] {detection['detection']}", _one_line(who),
-                       _one_line(detection.get("summary") or ""), iso_utc(when) if when else "time unknown"])
+    return " | ".join(
+        [
+            f"[{str(detection['severity']).upper()}] {detection['detection']}",
+            one_line(who),
+            one_line(detection.get("summary") or ""),
+            iso_utc(when) if when else "time unknown",
+        ]
+    )
 
 
 def payload(detection: Mapping[str, object]) -> str:
@@ -137,8 +151,13 @@ def payload(detection: Mapping[str, object]) -> str:
     body = {"text": _slack_escape(headline(detection))}
     for name in DETECTION_FIELDS:
         value = detection.get(name)
-        body[name] = (iso_utc(value) if name == "detected_at" and value else
-                      list(value or []) if name == "evidence_event_ids" else value)
+        body[name] = (
+            iso_utc(value)
+            if name == "detected_at" and value
+            else list(value or [])
+            if name == "evidence_event_ids"
+            else value
+        )
     return json.dumps(body, ensure_ascii=False)
 
 
@@ -149,10 +168,12 @@ def detections_to_queue(detections: DataFrame, known: DataFrame, min_severity: s
     """The detections at or above ``min_severity`` whose id ``known`` (a ``detection_id`` column) lacks,
     one row per id, ``detected_at`` also as epoch microseconds (``detected_us``: no time zone involved)."""
     wanted = F.lower(F.col("severity")).isin(*severities_from(min_severity))
-    return (detections.where(F.col("detection_id").isNotNull() & wanted)
-            .dropDuplicates(["detection_id"])
-            .join(known.select("detection_id"), "detection_id", "left_anti")
-            .select(*DETECTION_FIELDS, F.unix_micros("detected_at").alias("detected_us")))
+    return (
+        detections.where(F.col("detection_id").isNotNull() & wanted)
+        .dropDuplicates(["detection_id"])
+        .join(known.select("detection_id"), "detection_id", "left_anti")
+        .select(*DETECTION_FIELDS, F.unix_micros("detected_at").alias("detected_us"))
+    )
 
 
 def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status: str = PENDING) -> int:
@@ -164,17 +185,35 @@ def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status
         raise AlertsError(f"{t.detections} does not exist: build gold first (auditlake refresh)")
     create_table_if_missing(spark, t.alert_deliveries, DELIVERIES_SCHEMA)
     rows = []
-    for r in detections_to_queue(spark.table(t.detections), spark.table(t.alert_deliveries),
-                                 cfg.get("alerts.min_severity")).collect():
+    for r in detections_to_queue(
+        spark.table(t.detections), spark.table(t.alert_deliveries), cfg.get("alerts.min_severity")
+    ).collect():
         detection = r.asDict()
         when = detection["detected_at"] = _from_micros(r["detected_us"])
-        rows.append((r["detection_id"], r["detection"], r["severity"], when, status, 0, None, now, None, None,
-                     payload(detection)))
+        rows.append(
+            (
+                r["detection_id"],
+                r["detection"],
+                r["severity"],
+                when,
+                status,
+                0,
+                None,
+                now,
+                None,
+                None,
+                payload(detection),
+            )
+        )
     if rows:
         new = spark.createDataFrame(rows, DELIVERIES_SCHEMA)
-        (DeltaTable.forName(spark, t.alert_deliveries).alias("d")
-         .merge(new.alias("n"), "d.detection_id = n.detection_id")
-         .whenNotMatchedInsertAll().execute())
+        (
+            DeltaTable.forName(spark, t.alert_deliveries)
+            .alias("d")
+            .merge(new.alias("n"), "d.detection_id = n.detection_id")
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
     return len(rows)
 
 
@@ -215,16 +254,24 @@ def post_json(url: str, body: str, idempotency_key: str, timeout: float) -> Repl
     """POST ``body`` to ``url``; never raises for what the network or the receiver does. Errors name
     neither the URL (a secret) nor the body."""
     url, auth = split_credentials(url)
-    request = urllib.request.Request(url, data=body.encode("utf-8"), method="POST", headers={
-        "Content-Type": "application/json; charset=utf-8", "Idempotency-Key": idempotency_key,
-        "User-Agent": "auditlake-alerts", **auth})
+    request = urllib.request.Request(
+        url,
+        data=body.encode("utf-8"),
+        method="POST",
+        headers={
+            "Content-Type": "application/json; charset=utf-8",
+            "Idempotency-Key": idempotency_key,
+            "User-Agent": "auditlake-alerts",
+            **auth,
+        },
+    )
     try:
         with _OPENER.open(request, timeout=timeout) as answer:
             answer.read()
             return Reply(True)  # the opener raises HTTPError for anything but 2xx
     except urllib.error.HTTPError as exc:
         try:
-            said = _one_line(exc.read(300).decode("utf-8", "replace"))
+            said = one_line(exc.read(300).decode("utf-8", "replace"))
         except (OSError, http.client.HTTPException):
             said = ""
         error = f"HTTP {exc.code} {exc.reason}" + (f": {said}" if said else "")
@@ -232,28 +279,35 @@ def post_json(url: str, body: str, idempotency_key: str, timeout: float) -> Repl
             error += " (redirects are not followed: set the final URL)"
         return Reply(False, error[:500], receiver_down=exc.code >= 500 or exc.code in _UNAVAILABLE)
     except urllib.error.URLError as exc:
-        return Reply(False, f"cannot reach the receiver: {_one_line(exc.reason)}"[:500], receiver_down=True)
+        return Reply(False, f"cannot reach the receiver: {one_line(exc.reason)}"[:500], receiver_down=True)
     except TimeoutError:
         return Reply(False, f"no answer within {timeout:g}s", receiver_down=True)
     except (OSError, http.client.HTTPException) as exc:
-        return Reply(False, f"connection failed: {type(exc).__name__}: {_one_line(exc)}"[:500], receiver_down=True)
+        return Reply(False, f"connection failed: {type(exc).__name__}: {one_line(exc)}"[:500], receiver_down=True)
 
 
 def record_outcomes(spark: SparkSession, cfg: Config, outcomes: list[tuple[str, bool, str | None, datetime]]) -> None:
     """One MERGE for the run: (detection_id, delivered, error, attempted_at) onto the pending rows."""
     if not outcomes:
         return
-    frame = spark.createDataFrame(outcomes, "detection_id string, delivered boolean, error string, "
-                                            "attempted_at timestamp")
-    (DeltaTable.forName(spark, tables(cfg).alert_deliveries).alias("d")
-     .merge(frame.alias("o"), f"d.detection_id = o.detection_id AND d.status = '{PENDING}'")
-     .whenMatchedUpdate(set={
-         "status": F.expr(f"CASE WHEN o.delivered THEN '{SENT}' ELSE '{PENDING}' END"),
-         "attempts": F.expr("d.attempts + 1"),
-         "last_error": F.expr("CASE WHEN o.delivered THEN d.last_error ELSE o.error END"),
-         "last_attempt_at": F.col("o.attempted_at"),
-         "sent_at": F.expr("CASE WHEN o.delivered THEN o.attempted_at END"),
-     }).execute())
+    frame = spark.createDataFrame(
+        outcomes, "detection_id string, delivered boolean, error string, attempted_at timestamp"
+    )
+    (
+        DeltaTable.forName(spark, tables(cfg).alert_deliveries)
+        .alias("d")
+        .merge(frame.alias("o"), f"d.detection_id = o.detection_id AND d.status = '{PENDING}'")
+        .whenMatchedUpdate(
+            set={
+                "status": F.expr(f"CASE WHEN o.delivered THEN '{SENT}' ELSE '{PENDING}' END"),
+                "attempts": F.expr("d.attempts + 1"),
+                "last_error": F.expr("CASE WHEN o.delivered THEN d.last_error ELSE o.error END"),
+                "last_attempt_at": F.col("o.attempted_at"),
+                "sent_at": F.expr("CASE WHEN o.delivered THEN o.attempted_at END"),
+            }
+        )
+        .execute()
+    )
 
 
 def skip_backlog(spark: SparkSession, cfg: Config, log=print) -> int:
@@ -264,14 +318,16 @@ def skip_backlog(spark: SparkSession, cfg: Config, log=print) -> int:
     pending = spark.table(t.alert_deliveries).where(F.col("status") == PENDING).count()
     if pending:
         DeltaTable.forName(spark, t.alert_deliveries).update(
-            F.col("status") == PENDING, {"status": F.lit(SKIPPED), "last_error": F.lit("backlog: not posted")})
-    log(f"alerts: {queued + pending} detection(s) recorded as skipped, never to be posted "
-        f"({queued} not queued before, {pending} pending); later detections are sent")
+            F.col("status") == PENDING, {"status": F.lit(SKIPPED), "last_error": F.lit("backlog: not posted")}
+        )
+    log(
+        f"alerts: {queued + pending} detection(s) recorded as skipped, never to be posted "
+        f"({queued} not queued before, {pending} pending); later detections are sent"
+    )
     return queued + pending
 
 
-def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool = False,
-                log=print) -> AlertsReport:
+def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool = False, log=print) -> AlertsReport:
     """Queue the new detections, post the pending ones (none with ``dry_run``: print them), record
     the outcomes. ``url`` may be None only for a dry run. The caller holds the refresh lock."""
     if url is None and not dry_run:
@@ -281,8 +337,12 @@ def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool
     report.new = queue_new_detections(spark, cfg, datetime.now(UTC))
     deliveries = spark.table(t.alert_deliveries).where(F.col("status") == PENDING)
     pending_before = deliveries.count()
-    batch = (deliveries.orderBy("detected_at", "detection_id").limit(cfg.get("alerts.max_per_run"))
-             .select("detection_id", "detection", "severity", "attempts", "payload").collect())
+    batch = (
+        deliveries.orderBy("detected_at", "detection_id")
+        .limit(cfg.get("alerts.max_per_run"))
+        .select("detection_id", "detection", "severity", "attempts", "payload")
+        .collect()
+    )
     if dry_run:  # the whole text, person included: an operator trying it out, not a scheduled log
         for row in batch:
             report.would_send.append(row["detection_id"])

@@ -64,10 +64,19 @@ def record_archive(cfg: Config, log=print) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="auditlake-classes-") as lake:
-        env = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": lake, "AUDITLAKE__PATHS__LANDING_DIR": f"{lake}/landing",
-               "AUDITLAKE__PATHS__WAREHOUSE_DIR": "", "AUDITLAKE__PATHS__CHECKPOINT_DIR": ""}
-        proc = subprocess.run([sys.executable, "-m", "pipelines.class_archive", cfg.env, str(partial)],
-                              env=env, capture_output=True, text=True)
+        env = {
+            **os.environ,
+            "AUDITLAKE__PATHS__DATA_DIR": lake,
+            "AUDITLAKE__PATHS__LANDING_DIR": f"{lake}/landing",
+            "AUDITLAKE__PATHS__WAREHOUSE_DIR": "",
+            "AUDITLAKE__PATHS__CHECKPOINT_DIR": "",
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipelines.class_archive", cfg.env, str(partial)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
     if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-1:])
@@ -88,12 +97,15 @@ def _workload(env: str, partial: str) -> None:
     cfg = load_config(env)
     spark = build_spark(cfg, extra_java_options=f"-XX:ArchiveClassesAtExit={partial}")
     spark.sql("CREATE SCHEMA IF NOT EXISTS probe")
-    rows = spark.createDataFrame([(i, f'{{"a": {i}, "t": "2026-01-01T00:00:00Z"}}') for i in range(100)],
-                                 "id long, line string")
+    rows = spark.createDataFrame(
+        [(i, f'{{"a": {i}, "t": "2026-01-01T00:00:00Z"}}') for i in range(100)], "id long, line string"
+    )
     typed = rows.withColumn("j", F.from_json("line", "a long, t timestamp")).select("id", "j.*")
     typed.write.format("delta").mode("overwrite").saveAsTable("probe.events")
-    spark.sql("MERGE INTO probe.events t USING (SELECT id, a + 1 AS a, t FROM probe.events) s ON t.id = s.id "
-              "WHEN MATCHED THEN UPDATE SET *")
+    spark.sql(
+        "MERGE INTO probe.events t USING (SELECT id, a + 1 AS a, t FROM probe.events) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET *"
+    )
     spark.table("probe.events").groupBy("a").agg(F.count("*"), F.max("t")).collect()
     spark.sql("DESCRIBE HISTORY probe.events").collect()
     gateway = spark.sparkContext._gateway

@@ -36,12 +36,9 @@ from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from pipelines.config import SERVE_ROLES, Config, ConfigError, load_config
+from pipelines.config import SERVE_ROLES, Config, load_config
+from pipelines.errors import EXIT_INTERRUPTED, BusyError, ConfigError, UsageError, kind_of, one_line
 from pipelines.ops import RefreshBusyError, refresh_lock
-
-# Exit codes a scheduler can act on: 1 failed, 2 bad configuration, 75 (EX_TEMPFAIL) another
-# refresh is running, try again later.
-EXIT_BUSY = 75
 
 
 def iso_time(text: str) -> datetime:
@@ -158,8 +155,14 @@ def print_summary(spark, cfg: Config, started: float) -> bool:
     return balanced
 
 
-def refresh(cfg: Config, layers: list[str], source: Path | None = None, wait: float = 0.0,
-            full_listing: bool = False, summary: bool = False) -> bool:
+def refresh(
+    cfg: Config,
+    layers: list[str],
+    source: Path | None = None,
+    wait: float = 0.0,
+    full_listing: bool = False,
+    summary: bool = False,
+) -> bool:
     """One refresh as the command runs it: the lock, the session, the layers, then the summary or
     the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's checks
     do not balance."""
@@ -168,7 +171,7 @@ def refresh(cfg: Config, layers: list[str], source: Path | None = None, wait: fl
 
     started = time.monotonic()
     if source is not None and not source.is_dir():
-        raise ConfigError(f"--source {source}: no such folder")
+        raise UsageError(f"--source {source}: no such folder")
     with refresh_lock(cfg, wait_seconds=wait, log=log):
         spark = build_spark(cfg)
         run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
@@ -184,9 +187,11 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     layers, source = parse_layers(args.layers), Path(args.source) if args.source else None
     if args.every is not None or args.runs is not None:
         if args.every is None or args.summary or args.wait:
-            raise ConfigError("--every PERIOD [--runs N]: --runs needs --every; "
-                              "--summary and --wait are for one refresh (--every skips a run that finds "
-                              "another one running)")
+            raise UsageError(
+                "--every PERIOD [--runs N]: --runs needs --every; "
+                "--summary and --wait are for one refresh (--every skips a run that finds "
+                "another one running)"
+            )
         return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing)
     balanced = refresh(cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary)
     return 0 if balanced else 1
@@ -196,7 +201,7 @@ def parse_every(text: str) -> float:
     """``--every``'s period in seconds: a whole number of seconds, minutes or hours (``90s``, ``15m``, ``1h``)."""
     match = re.fullmatch(r"([1-9][0-9]*)([smh])", text.strip())
     if not match:
-        raise ConfigError(f"--every {text!r}: give a period such as 15m, 1h or 90s")
+        raise UsageError(f"--every {text!r}: give a period such as 15m, 1h or 90s")
     return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
@@ -204,8 +209,14 @@ def parse_every(text: str) -> float:
 FAILURES_IN_A_ROW = 3
 
 
-def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None = None,
-                  full_listing: bool = False) -> int:
+def refresh_every(
+    cfg: Config,
+    layers: list[str],
+    every: float,
+    runs: int | None,
+    source: Path | None = None,
+    full_listing: bool = False,
+) -> int:
     """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
     JVM stays warm between runs (docs/performance.md, "Issue 30, eighth step"). A run that fails is said
     in one line (its trace in the error log), one that finds another refresh running is skipped, and
@@ -215,11 +226,12 @@ def refresh_every(cfg: Config, layers: list[str], every: float, runs: int | None
         return _refresh_loop(cfg, layers, every, runs, source, full_listing)
     except KeyboardInterrupt:  # Ctrl-C: a refresh cut short is finished by the next one (crash safety)
         log(f"refresh every {every:g}s: stopped")
-        return 130
+        return EXIT_INTERRUPTED
 
 
-def _refresh_loop(cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None,
-                  full_listing: bool) -> int:
+def _refresh_loop(
+    cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None, full_listing: bool
+) -> int:
     failed, in_a_row, run = 0, 0, 0
     next_at = time.monotonic()
     while runs is None or run < runs:
@@ -232,8 +244,10 @@ def _refresh_loop(cfg: Config, layers: list[str], every: float, runs: int | None
         except Exception as exc:  # the next run may well succeed (a source back up, a file fixed)
             failed, in_a_row = failed + 1, in_a_row + 1
             where = _write_traceback(cfg)
-            log(f"refresh every {every:g}s: run {run} failed: {_one_line(exc)}"
-                + (f" (details in {where})" if where else ""))
+            log(
+                f"refresh every {every:g}s: run {run} failed: {one_line(exc)}"
+                + (f" (details in {where})" if where else "")
+            )
             if in_a_row >= FAILURES_IN_A_ROW:  # e.g. the JVM gone: every later run would fail too
                 log(f"refresh every {every:g}s: {in_a_row} runs in a row failed: stopping (exit 1)")
                 return 1
@@ -259,7 +273,7 @@ def cmd_gold_dbt(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.spark_session import build_spark
 
     if not args.dbt_args:
-        raise ConfigError("auditlake gold dbt: give dbt's arguments, e.g. `auditlake gold dbt build`")
+        raise UsageError("auditlake gold dbt: give dbt's arguments, e.g. `auditlake gold dbt build`")
     result = run_dbt(build_spark(cfg), cfg, args.dbt_args, raise_on_failure=False)
     return 1 if result.failures else 0
 
@@ -277,13 +291,9 @@ def cmd_sql(cfg: Config, args: argparse.Namespace) -> int:
 
 def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
     if args.role == "analyst":  # a process of its own, as another OS user: no Spark here
-        from pipelines.analyst.launch import LaunchError, serve_analysts
+        from pipelines.analyst.launch import serve_analysts
 
-        try:
-            return serve_analysts(cfg, log=log)
-        except LaunchError as exc:
-            print(f"auditlake serve: {exc}", file=sys.stderr)
-            return 2
+        return serve_analysts(cfg, log=log)
     from pipelines.serve import serve_auditors
     from pipelines.spark_session import build_spark
 
@@ -312,8 +322,11 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
             if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
                 ensure_event_views(spark, cfg, r.family, log=log)
     total = sum(r.replayed for r in results)
-    log(f"replay-quarantine: {total} rows replayed" if total else
-        "replay-quarantine: no quarantined row is of an event type the registry knows")
+    log(
+        f"replay-quarantine: {total} rows replayed"
+        if total
+        else "replay-quarantine: no quarantined row is of an event type the registry knows"
+    )
     return 0
 
 
@@ -321,44 +334,32 @@ def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
     """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way. An erasure a
     crash left pending is finished first (without --user: only that)."""
     from pipelines.config import secret
-    from pipelines.erase import EraseError, erase_person, finish_pending_erasure
+    from pipelines.erase import erase_person, finish_pending_erasure
     from pipelines.spark_session import build_spark
 
     salt = secret(cfg, "erase.salt_env") if args.user else ""
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        try:
-            spark = build_spark(cfg)
-            if args.user:
-                erase_person(spark, cfg, args.user, salt, requested_by=args.requested_by, log=log)
-            elif finish_pending_erasure(spark, cfg, log=log) is None:
-                log("erase: no erasure is pending (give --user to erase a person)")
-        except EraseError as exc:
-            print(f"auditlake erase: {exc}", file=sys.stderr)
-            return 1
+        spark = build_spark(cfg)
+        if args.user:
+            erase_person(spark, cfg, args.user, salt, requested_by=args.requested_by, log=log)
+        elif finish_pending_erasure(spark, cfg, log=log) is None:
+            log("erase: no erasure is pending (give --user to erase a person)")
     return 0
 
 
 def cmd_alerts(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: a refresh with alerts.on_refresh sends too, and two runs must not post
     the same pending rows. Exit 1 while an alert stays pending (a scheduler retries)."""
-    from pipelines.alerts import AlertsError, send_alerts, skip_backlog, webhook_url
+    from pipelines.alerts import send_alerts, skip_backlog, webhook_url
     from pipelines.spark_session import build_spark
 
     if args.skip_backlog:
         with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-            try:
-                skip_backlog(build_spark(cfg), cfg, log=log)
-            except AlertsError as exc:
-                print(f"auditlake alerts: {exc}", file=sys.stderr)
-                return 1
+            skip_backlog(build_spark(cfg), cfg, log=log)
         return 0
     url = None if args.dry_run else webhook_url(cfg)  # unset: one line, exit 2, before Spark starts
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        try:
-            report = send_alerts(build_spark(cfg), cfg, url, dry_run=args.dry_run, log=log)
-        except AlertsError as exc:
-            print(f"auditlake alerts: {exc}", file=sys.stderr)
-            return 1
+        report = send_alerts(build_spark(cfg), cfg, url, dry_run=args.dry_run, log=log)
     log(report.summary)
     return 0 if args.dry_run or report.pending == 0 else 1
 
@@ -370,10 +371,12 @@ def cmd_export_ocsf(cfg: Config, args: argparse.Namespace) -> int:
 
     out = args.out.strip() if args.out else None
     if out and re.match(r"(?i)s3n?://", out):
-        raise ConfigError(f"--out {out}: Hadoop writes S3 as s3a:// (s3:// and s3n:// have no client here)")
+        raise UsageError(f"--out {out}: Hadoop writes S3 as s3a:// (s3:// and s3n:// have no client here)")
     if out and out.startswith("s3a://") and not cfg.uses_s3:
-        raise ConfigError(f"--out {out}: the S3A client is loaded only when a configured location is s3a://; "
-                          "set ocsf.out_dir (AUDITLAKE__OCSF__OUT_DIR) instead")
+        raise UsageError(
+            f"--out {out}: the S3A client is loaded only when a configured location is s3a://; "
+            "set ocsf.out_dir (AUDITLAKE__OCSF__OUT_DIR) instead"
+        )
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
         export_ocsf(build_spark(cfg), cfg, out=out, log=log)
     return 0
@@ -421,24 +424,39 @@ def cmd_cluster(cfg: Config, args: argparse.Namespace) -> int:
     cluster = Standalone.from_config(cfg)
     if args.action == "start":
         cluster.start(log=log)
-        log(f"cluster: up; run `auditlake --env cluster refresh` (spark.master {cluster.master_url}), "
-             "then `auditlake cluster stop`")
+        log(
+            f"cluster: up; run `auditlake --env cluster refresh` (spark.master {cluster.master_url}), "
+            "then `auditlake cluster stop`"
+        )
     elif args.action == "stop":
         cluster.stop(log=log)
     else:
         state = cluster.state()
         running = cluster.running()
-        print(json.dumps({"master": cluster.master_url, "processes": running,
-                          "alive_workers": (state or {}).get("aliveworkers", 0),
-                          "cores": (state or {}).get("cores", 0), "status": (state or {}).get("status", "DOWN")}))
+        print(
+            json.dumps(
+                {
+                    "master": cluster.master_url,
+                    "processes": running,
+                    "alive_workers": (state or {}).get("aliveworkers", 0),
+                    "cores": (state or {}).get("cores", 0),
+                    "status": (state or {}).get("status", "DOWN"),
+                }
+            )
+        )
         return 0 if state else 1
     return 0
 
 
 def _add_wait(p: argparse.ArgumentParser) -> None:
     """``--wait``, for a command that takes the refresh lock."""
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="if a refresh is running, wait up to this long for it (default: exit at once, code 75)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -446,8 +464,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env", help="configuration environment (conf/<env>.yaml); default $AUDITLAKE_ENV or local")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("setup", help="fetch Delta's JARs into the project cache and record the Spark driver's "
-                       "class archive (idempotent)")
+    p = sub.add_parser(
+        "setup",
+        help="fetch Delta's JARs into the project cache and record the Spark driver's class archive (idempotent)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_setup)
 
@@ -459,29 +479,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--layers", default="bronze,silver,gold", help="comma-separated layers (default: bronze,silver,gold)"
     )
-    p.add_argument("--source", help="landing root to read (default paths.landing_dir): the project's site/ and "
-                                    "tenant/ folders or Tableau's siteLuid=/eventType= layouts, in any mix")
-    p.add_argument("--full-listing", action="store_true",
-                   help="walk every folder of the landing root, not only recent date folders")
     p.add_argument(
-        "--wait", type=float, default=0.0, metavar="SECONDS",
+        "--source",
+        help="landing root to read (default paths.landing_dir): the project's site/ and "
+        "tenant/ folders or Tableau's siteLuid=/eventType= layouts, in any mix",
+    )
+    p.add_argument(
+        "--full-listing",
+        action="store_true",
+        help="walk every folder of the landing root, not only recent date folders",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
         help="if another refresh is running, wait up to this long for it (default: exit at once, code 75)",
     )
-    p.add_argument("--every", metavar="PERIOD",
-                   help="refresh again every PERIOD (15m, 1h, 90s) in this one process, its JVM warm between "
-                        "runs, until stopped (a failed run is said and the next one comes on time)")
+    p.add_argument(
+        "--every",
+        metavar="PERIOD",
+        help="refresh again every PERIOD (15m, 1h, 90s) in this one process, its JVM warm between "
+        "runs, until stopped (a failed run is said and the next one comes on time)",
+    )
     p.add_argument("--runs", type=positive_int, metavar="N", help="with --every: stop after N runs")
-    p.add_argument("--summary", action="store_true",
-                   help="then print rows per table, quarantine by reason, files by verdict, the whole-lake "
-                        "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "
-                        "quality run (reads all of history: slower as the lake grows)")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="then print rows per table, quarantine by reason, files by verdict, the whole-lake "
+        "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "
+        "quality run (reads all of history: slower as the lake grows)",
+    )
     p.set_defaults(func=cmd_refresh)
 
-    p = sub.add_parser("serve", help="start a Spark Thrift Server (JDBC/ODBC): the analysts' (masked tables only, "
-                                     "serve.port) or the auditors' (every schema in clear, serve.auditor_port)")
-    p.add_argument("--role", choices=SERVE_ROLES, default="analyst",
-                   help="analyst (default): a process of its own, as serve.analyst_os_user, over the masked "
-                        "analyst tables; auditor: the lakehouse's own session, every schema in clear")
+    p = sub.add_parser(
+        "serve",
+        help="start a Spark Thrift Server (JDBC/ODBC): the analysts' (masked tables only, "
+        "serve.port) or the auditors' (every schema in clear, serve.auditor_port)",
+    )
+    p.add_argument(
+        "--role",
+        choices=SERVE_ROLES,
+        default="analyst",
+        help="analyst (default): a process of its own, as serve.analyst_os_user, over the masked "
+        "analyst tables; auditor: the lakehouse's own session, every schema in clear",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("sql", help="run one SQL query on the lakehouse and print the result")
@@ -493,7 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gold", help="gold (dbt): `staging` rewrites the generated staging models; `dbt ARGS` runs dbt")
     gold = p.add_subparsers(dest="action", required=True)
     gold.add_parser("staging", help="rewrite the generated staging models from the registry").set_defaults(
-        func=cmd_gold_staging)
+        func=cmd_gold_staging
+    )
     p = gold.add_parser("dbt", help="run dbt in-process on the lakehouse's session, e.g. `gold dbt build`")
     p.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt's arguments (build ...)")
     p.set_defaults(func=cmd_gold_dbt)
@@ -501,52 +544,84 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reconcile", help="check bronze rows = silver + duplicates + quarantined (+ pending)")
     p.set_defaults(func=cmd_reconcile)
 
-    p = sub.add_parser("replay-quarantine",
-                       help="move quarantined rows of event types the registry has learnt since into silver, once")
+    p = sub.add_parser(
+        "replay-quarantine", help="move quarantined rows of event types the registry has learnt since into silver, once"
+    )
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a running refresh")
     p.set_defaults(func=cmd_replay_quarantine)
 
-    p = sub.add_parser("erase", help="pseudonymise one person's identifiers in every layer, then vacuum old "
-                                     "file versions (GDPR Article 17); recorded in ops.erasures")
-    p.add_argument("--user", metavar="LUID|EMAIL",
-                   help="the person's user LUID or e-mail address (without it: only finish an erasure a crash "
-                        "left pending)")
+    p = sub.add_parser(
+        "erase",
+        help="pseudonymise one person's identifiers in every layer, then vacuum old "
+        "file versions (GDPR Article 17); recorded in ops.erasures",
+    )
+    p.add_argument(
+        "--user",
+        metavar="LUID|EMAIL",
+        help="the person's user LUID or e-mail address (without it: only finish an erasure a crash left pending)",
+    )
     p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
     _add_wait(p)
     p.set_defaults(func=cmd_erase)
 
-    p = sub.add_parser("alerts", help="post each new detection (gold.rpt_detections) once to the webhook "
-                                      "(alerts.webhook_url_env); state in ops.alert_deliveries; exit 1 while "
-                                      "any stays pending")
+    p = sub.add_parser(
+        "alerts",
+        help="post each new detection (gold.rpt_detections) once to the webhook "
+        "(alerts.webhook_url_env); state in ops.alert_deliveries; exit 1 while "
+        "any stays pending",
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true",
-                      help="queue the new detections and print what would be sent; send nothing")
-    mode.add_argument("--skip-backlog", action="store_true",
-                      help="start from now: record every detection not sent yet as skipped (never posted), "
-                           "e.g. before the first run on a lake with history; later detections are sent")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="queue the new detections and print what would be sent; send nothing"
+    )
+    mode.add_argument(
+        "--skip-backlog",
+        action="store_true",
+        help="start from now: record every detection not sent yet as skipped (never posted), "
+        "e.g. before the first run on a lake with history; later detections are sent",
+    )
     _add_wait(p)
     p.set_defaults(func=cmd_alerts)
 
     p = sub.add_parser("export", help="copies of gold for other systems: `auditlake export ocsf|hyper`")
     export = p.add_subparsers(dest="action", required=True)
-    p = export.add_parser("ocsf", help="gold's security facts as OCSF 1.3 events in Amazon Security Lake's "
-                                       "custom-source layout (Parquet), those not exported before (docs/ocsf.md)")
-    p.add_argument("--out", metavar="URI", help="the Security Lake bucket (s3a://...) or a folder "
-                                                "(default ocsf.out_dir); files go under <out>/ext/")
+    p = export.add_parser(
+        "ocsf",
+        help="gold's security facts as OCSF 1.3 events in Amazon Security Lake's "
+        "custom-source layout (Parquet), those not exported before (docs/ocsf.md)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="URI",
+        help="the Security Lake bucket (s3a://...) or a folder (default ocsf.out_dir); files go under <out>/ext/",
+    )
     _add_wait(p)
     p.set_defaults(func=cmd_export_ocsf)
-    p = export.add_parser("hyper", help="every mart as the analysts see it (masked) in one Hyper file for Tableau, "
-                                        "incrementally (docs/tableau.md)")
-    p.add_argument("--out", metavar="DIR", help="a folder on this machine (default hyper.out_dir, else "
-                                                "<data_dir>/hyper); the file is <out>/auditlake.hyper")
-    p.add_argument("--tdsx", action="store_true",
-                   help="also <out>/auditlake.tdsx: the file packaged with the marts' relationships, captions, "
-                        "descriptions, folders and calculated fields, for Tableau Desktop or publishing")
+    p = export.add_parser(
+        "hyper",
+        help="every mart as the analysts see it (masked) in one Hyper file for Tableau, "
+        "incrementally (docs/tableau.md)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="a folder on this machine (default hyper.out_dir, else "
+        "<data_dir>/hyper); the file is <out>/auditlake.hyper",
+    )
+    p.add_argument(
+        "--tdsx",
+        action="store_true",
+        help="also <out>/auditlake.tdsx: the file packaged with the marts' relationships, captions, "
+        "descriptions, folders and calculated fields, for Tableau Desktop or publishing",
+    )
     _add_wait(p)
     p.set_defaults(func=cmd_export_hyper)
 
-    p = sub.add_parser("publish", help="the Hyper export as a data source on Tableau Cloud or Server (conf tableau.*): "
-                                        "whole the first time, then only what changed (docs/tableau.md)")
+    p = sub.add_parser(
+        "publish",
+        help="the Hyper export as a data source on Tableau Cloud or Server (conf tableau.*): "
+        "whole the first time, then only what changed (docs/tableau.md)",
+    )
     p.add_argument("--out", metavar="DIR", help="the export's folder (default hyper.out_dir, else <data_dir>/hyper)")
     _add_wait(p)
     p.set_defaults(func=cmd_publish)
@@ -554,7 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)
     dq.add_parser("report", help="rebuild the Data Docs site, summarise the latest validation run").set_defaults(
-        func=cmd_dq_report)
+        func=cmd_dq_report
+    )
 
     p = sub.add_parser("cluster", help="a Spark standalone master + workers on this machine (conf: cluster:)")
     p.add_argument("action", choices=["start", "stop", "status"])
@@ -567,33 +643,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The one place a command's failure is printed: ``auditlake: <kind>: <one line>`` and the kind's
+    exit code (pipelines/errors.py); an internal error's traceback goes to the error log, whose path
+    is the second line."""
     args = build_parser().parse_args(argv)
+    cfg: Config | None = None
     try:
         cfg = load_config(args.env)
         return args.func(cfg, args)
-    except ConfigError as exc:
-        print(f"auditlake: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except RefreshBusyError as exc:
-        print(f"auditlake: {exc}", file=sys.stderr)
-        return EXIT_BUSY
-    except Exception as exc:  # one line a person can act on; the whole story in the log file
-        print(f"auditlake: error: {_one_line(exc)}", file=sys.stderr)
-        where = _write_traceback(cfg if "cfg" in locals() else None)
-        if where:
-            print(f"auditlake: details (Java stack trace, plan) in {where}", file=sys.stderr)
-        return 1
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of what went wrong: for a Spark error its own message, without the JVM stack
-    trace and plan Spark appends."""
-    text = str(exc).strip() or type(exc).__name__
-    for marker in ("\nJVM stacktrace:", "\n\tat ", "\n== "):
-        text = text.split(marker)[0]
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    head = lines[0] if lines else text
-    return head if len(lines) <= 1 or len(head) > 80 else f"{head} {lines[1].strip()}"
+    except KeyboardInterrupt:  # a refresh cut short is finished by the next one (crash safety)
+        print("auditlake: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        print(f"auditlake: {kind_of(exc)[0]}: {one_line(exc)}", file=sys.stderr)
+        if not isinstance(exc, UsageError | ConfigError | BusyError):  # their one line says all there is
+            where = _write_traceback(cfg)
+            if where:
+                print(f"auditlake: details (traceback, Java stack trace, plan) in {where}", file=sys.stderr)
+        return kind_of(exc)[1]
 
 
 def _write_traceback(cfg: Config | None) -> Path | None:

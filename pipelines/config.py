@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 import yaml
 
 from pipelines.activity_log import AUDITLAKE, DATE_FIRST, SCHEMA_FIRST
+from pipelines.errors import ConfigError, one_line
 from pipelines.ocsf import OCSF_VERSIONS, SOURCE_NAME_PATTERN
 from pipelines.writeback import ROLES as WRITEBACK_ROLES
 
@@ -108,9 +109,17 @@ def _one_of(*choices: str) -> Rule:
 
 def _list_of(pattern: str, what: str) -> Rule:
     regex = re.compile(pattern)
-    return Rule((list,), lambda v: next(
-        (f"must be a list of {what} (item {i}: {item!r})" for i, item in enumerate(v)
-         if not isinstance(item, str) or not regex.fullmatch(item)), None))
+    return Rule(
+        (list,),
+        lambda v: next(
+            (
+                f"must be a list of {what} (item {i}: {item!r})"
+                for i, item in enumerate(v)
+                if not isinstance(item, str) or not regex.fullmatch(item)
+            ),
+            None,
+        ),
+    )
 
 
 def _iso_time(v: str) -> str | None:
@@ -128,8 +137,10 @@ _IDENTIFIER = (r"[A-Za-z_][A-Za-z0-9_]*", "an identifier (letters, digits, _)")
 _SCHEMA = _text(*_IDENTIFIER)
 _ENV_NAME = _text(r"[A-Za-z_][A-Za-z0-9_]*", "the name of an environment variable")
 _MEMORY = _text(r"(?i)\d+(b|[kmgtp]b?)?", "an amount of memory such as 512m or 4g")
-_SPARK_MASTER = (r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://\S+|yarn",
-                 "a Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://...)")
+_SPARK_MASTER = (
+    r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[.+\]|(spark|k8s|mesos)://\S+|yarn",
+    "a Spark master URL (local[N], local[*], spark://host:port, yarn, k8s://...)",
+)
 _MAPPING = Rule((dict,))
 _DN_PATTERNS = _text(r"([^%]*%s[^%]*)(:[^%]*%s[^%]*)*|", "DN patterns with %s, colon-separated")
 _SHARE = _number(0, 1)
@@ -182,6 +193,7 @@ RULES: dict[str, Rule] = {
     "gold.detections.stale_content_days": _whole(1),
     "gold.compact_files_over": _whole(0),
     "gold.data_tests": Rule((bool,)),
+    "gold.threads": _whole(1, 64),
     "feed.baseline_days": _whole(1, 366),
     "feed.usual_share": _SHARE,
     "feed.report_days": _whole(1, 3660),
@@ -257,8 +269,11 @@ RULES: dict[str, Rule] = {
     "alerts.max_per_run": _whole(1),
     "alerts.on_refresh": Rule((bool,)),
     "ocsf.out_dir": _text(),  # a path or URI; "" = <data_dir>/ocsf
-    "ocsf.source_name": _text(SOURCE_NAME_PATTERN, "at most 15 letters, digits, - or _ (Security Lake's source "
-                                                   "names have 20 characters at most, and -<class_uid> is added)"),
+    "ocsf.source_name": _text(
+        SOURCE_NAME_PATTERN,
+        "at most 15 letters, digits, - or _ (Security Lake's source "
+        "names have 20 characters at most, and -<class_uid> is added)",
+    ),
     "ocsf.region": _text(r"[a-z]{2}(-[a-z]+)+-\d", "an AWS region name (e.g. us-east-1)"),
     "ocsf.account_id": _text(r"\d{12}|external(_[A-Za-z0-9-]+)?", "a 12-digit AWS account id or external[_<id>]"),
     "ocsf.version": _one_of(*OCSF_VERSIONS),
@@ -272,11 +287,6 @@ RULES: dict[str, Rule] = {
     "tableau.job_timeout_seconds": _whole(1),
     "tableau.publish_on_refresh": Rule((bool,)),
 }
-
-
-class ConfigError(ValueError):
-    """A configuration problem; the message (one line) names the key and the file or environment
-    variable its value came from."""
 
 
 @dataclass(frozen=True)
@@ -374,22 +384,19 @@ def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = 
     return out
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {_one_line(exc)}") from exc
+        raise ConfigError(f"{path}: not valid YAML: {one_line(exc)}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     return data
 
 
-def _merge(current: dict, over: dict, shape: dict, source: Callable[[str], str], origins: dict[str, str],
-           prefix: str = "") -> dict:
+def _merge(
+    current: dict, over: dict, shape: dict, source: Callable[[str], str], origins: dict[str, str], prefix: str = ""
+) -> dict:
     """``over`` merged onto ``current``; only the keys of ``shape`` (base.yaml) are allowed, and an
     empty mapping there is free-form (``spark.extra_conf``: entries added or replaced). ``origins``
     records where each value set came from (``source(dotted key)``: a file, an environment variable)."""
@@ -425,14 +432,17 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict, dict[str, str]]:
         try:
             value = yaml.safe_load(raw) if raw != "" else ""
         except yaml.YAMLError as exc:
-            raise ConfigError(f"environment variable {name}: config key '{'.'.join(parts)}': "
-                              f"not a valid YAML value: {_one_line(exc)}") from exc
+            raise ConfigError(
+                f"environment variable {name}: config key '{'.'.join(parts)}': not a valid YAML value: {one_line(exc)}"
+            ) from exc
         node = over
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"environment variable {name}: config key '{'.'.join(parts)}' "
-                                  "is inside a key another variable sets to a value")
+                raise ConfigError(
+                    f"environment variable {name}: config key '{'.'.join(parts)}' "
+                    "is inside a key another variable sets to a value"
+                )
         node[parts[-1]] = value
         names[".".join(parts)] = name
     return over, names
@@ -491,8 +501,11 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
     for path, value in _leaves(values):
         strings = value if isinstance(value, list) else [value]
         if any(isinstance(s, str) and "${env:" in s for s in strings):
-            fail(".".join(map(str, path)), "uses ${env:...}, which is not supported: a secret comes from the "
-                 "environment variable named by a key ending in _env (e.g. metastore.postgresql.password_env)")
+            fail(
+                ".".join(map(str, path)),
+                "uses ${env:...}, which is not supported: a secret comes from the "
+                "environment variable named by a key ending in _env (e.g. metastore.postgresql.password_env)",
+            )
     for key, rule in RULES.items():
         if key.endswith(".*"):
             parent = key[:-2]
@@ -509,20 +522,31 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
     for mode_key, mode, env_key, what in SECRETS:
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             shown = str(mode).lower() if isinstance(mode, bool) else mode
-            fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: "
-                          f"{mode_key} {shown} ({origin(mode_key)}) needs {what} there")
+            fail(
+                env_key,
+                f"names environment variable {lookup(env_key)}, which is not set: "
+                f"{mode_key} {shown} ({origin(mode_key)}) needs {what} there",
+            )
     if lookup("alerts.on_refresh") and not WEBHOOK_URL.fullmatch(environ.get(lookup("alerts.webhook_url_env"), "")):
-        fail("alerts.webhook_url_env", f"names environment variable {lookup('alerts.webhook_url_env')}, which does "
-                                       "not hold an http:// or https:// URL: alerts.on_refresh is true "
-                                       f"({origin('alerts.on_refresh')})")
+        fail(
+            "alerts.webhook_url_env",
+            f"names environment variable {lookup('alerts.webhook_url_env')}, which does "
+            "not hold an http:// or https:// URL: alerts.on_refresh is true "
+            f"({origin('alerts.on_refresh')})",
+        )
     if lookup("tableau.publish_on_refresh") and not lookup("tableau.server_url"):
-        fail("tableau.server_url",
-             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})")
+        fail(
+            "tableau.server_url",
+            f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
+        )
     key_name = lookup("analyst.pseudonym_key_env")
     if lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
-        fail("analyst.pseudonym_key_env", f"names environment variable {key_name}, which holds fewer than "
-                                          f"{MIN_PSEUDONYM_KEY_LENGTH} characters: make one with "
-                                          "`openssl rand -hex 32`")
+        fail(
+            "analyst.pseudonym_key_env",
+            f"names environment variable {key_name}, which holds fewer than "
+            f"{MIN_PSEUDONYM_KEY_LENGTH} characters: make one with "
+            "`openssl rand -hex 32`",
+        )
     for key in S3_LOCATION_KEYS:
         if re.match(r"(?i)s3n?://", str(lookup(key)).strip()):
             fail(key, f"is {lookup(key)!r}: Hadoop reads S3 as s3a:// (s3:// and s3n:// have no client here)")
@@ -530,8 +554,11 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
     if in_s3 and lookup("s3.credentials") == "keys":
         for env_key in ("s3.access_key_env", "s3.secret_key_env"):
             if lookup(env_key) not in environ:
-                fail(env_key, f"names environment variable {lookup(env_key)}, which is not set: a location is "
-                              f"s3a:// and s3.credentials is keys ({origin('s3.credentials')})")
+                fail(
+                    env_key,
+                    f"names environment variable {lookup(env_key)}, which is not set: a location is "
+                    f"s3a:// and s3.credentials is keys ({origin('s3.credentials')})",
+                )
     window = "gold.detections.change_window"
     if lookup(f"{window}.start_hour") >= lookup(f"{window}.end_hour"):
         fail(f"{window}.end_hour", f"must be after {window}.start_hour ({lookup(f'{window}.start_hour')})")
@@ -548,32 +575,49 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _check_serve(lookup: Callable[[str], Any], fail: Callable[[str, str], NoReturn],
-                 origin: Callable[[str], str]) -> None:
+def _check_serve(
+    lookup: Callable[[str], Any], fail: Callable[[str, str], NoReturn], origin: Callable[[str], str]
+) -> None:
     """`auditlake serve` signs users in before it listens beyond this machine, and a mode has what it needs."""
     auth, host = lookup("serve.auth"), lookup("serve.host")
     if auth == "none" and not is_loopback(host):
-        fail("serve.host", f"is {host!r}, not a loopback address, while serve.auth is none ({origin('serve.auth')}): "
-                           "anyone who reaches the port could read the lakehouse; set serve.auth: ldap")
+        fail(
+            "serve.host",
+            f"is {host!r}, not a loopback address, while serve.auth is none ({origin('serve.auth')}): "
+            "anyone who reaches the port could read the lakehouse; set serve.auth: ldap",
+        )
     if auth == "ldap":
         if not lookup("serve.ldap.url"):
-            fail("serve.ldap.url", "must be set (ldap://host:389 or ldaps://host:636): "
-                                   f"serve.auth is ldap ({origin('serve.auth')})")
+            fail(
+                "serve.ldap.url",
+                f"must be set (ldap://host:389 or ldaps://host:636): serve.auth is ldap ({origin('serve.auth')})",
+            )
         if not lookup("serve.ldap.base_dn") and not lookup("serve.ldap.user_dn_pattern"):
-            fail("serve.ldap.base_dn", "or serve.ldap.user_dn_pattern must be set: serve.auth is ldap "
-                                       f"({origin('serve.auth')}) and the server binds as the user's DN")
+            fail(
+                "serve.ldap.base_dn",
+                "or serve.ldap.user_dn_pattern must be set: serve.auth is ldap "
+                f"({origin('serve.auth')}) and the server binds as the user's DN",
+            )
         auditors = (lookup("serve.ldap.auditor_base_dn"), lookup("serve.ldap.auditor_user_dn_pattern"))
         if not any(auditors):
-            fail("serve.ldap.auditor_base_dn", "or serve.ldap.auditor_user_dn_pattern must be set: serve.auth is "
-                                               f"ldap ({origin('serve.auth')}) and auditors sign in under DNs "
-                                               "of their own")
+            fail(
+                "serve.ldap.auditor_base_dn",
+                "or serve.ldap.auditor_user_dn_pattern must be set: serve.auth is "
+                f"ldap ({origin('serve.auth')}) and auditors sign in under DNs "
+                "of their own",
+            )
         if auditors == (lookup("serve.ldap.base_dn"), lookup("serve.ldap.user_dn_pattern")):
-            fail("serve.ldap.auditor_base_dn", "must differ from serve.ldap.base_dn (and the patterns likewise): "
-                                               "every analyst could sign in to the auditors' server")
+            fail(
+                "serve.ldap.auditor_base_dn",
+                "must differ from serve.ldap.base_dn (and the patterns likewise): "
+                "every analyst could sign in to the auditors' server",
+            )
     ca_cert = lookup("serve.ldap.ca_cert")
     if ca_cert and not (PROJECT_ROOT / os.path.expanduser(ca_cert)).is_file():
-        fail("serve.ldap.ca_cert", f"is {ca_cert!r}: no such file (the PEM certificate of the CA that signed the "
-                                   "directory's certificate)")
+        fail(
+            "serve.ldap.ca_cert",
+            f"is {ca_cert!r}: no such file (the PEM certificate of the CA that signed the directory's certificate)",
+        )
     if lookup("serve.port") == lookup("serve.auditor_port"):
         fail("serve.auditor_port", f"must differ from serve.port ({lookup('serve.port')})")
     if lookup("serve.tls.enabled") and not lookup("serve.tls.keystore_path"):

@@ -35,17 +35,24 @@ def table_names(spark: SparkSession, schema: str, views: bool = True) -> set[str
     return names
 
 
-def create_table_if_missing(spark: SparkSession, name: str, schema_ddl: str, properties: dict[str, str] | None = None,
-                            partition_by: str | None = None) -> bool:
+def create_table_if_missing(
+    spark: SparkSession,
+    name: str,
+    schema_ddl: str,
+    properties: dict[str, str] | None = None,
+    partition_by: str | None = None,
+) -> bool:
     """Create ``name`` empty (its first commit adds no file, so a kill mid-create leaves nothing that
     pipelines/recovery.py would have to keep); -> True when it was created now."""
     if spark.catalog.tableExists(name):
         return False
     ensure_schema(spark, name.split(".")[0])
     props = ", ".join(f"'{k}' = '{v}'" for k, v in (properties or {}).items())
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({schema_ddl}) USING delta"
-              + (f" PARTITIONED BY ({partition_by})" if partition_by else "")
-              + (f" TBLPROPERTIES ({props})" if props else ""))
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({schema_ddl}) USING delta"
+        + (f" PARTITIONED BY ({partition_by})" if partition_by else "")
+        + (f" TBLPROPERTIES ({props})" if props else "")
+    )
     return True
 
 

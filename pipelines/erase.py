@@ -55,6 +55,7 @@ from pipelines.analyst.publish import publish_analyst_tables
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing, for_each_table, table_names, table_version
+from pipelines.errors import InputError, UsageError
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
 from pipelines.sql import UUID_PATTERN
@@ -71,7 +72,7 @@ ERASURES_SCHEMA = (
 )
 
 
-class EraseError(RuntimeError):
+class EraseError(InputError):
     """The erasure cannot run (nothing changed): the message says why and what to do."""
 
 
@@ -110,7 +111,7 @@ def identifier_kind(value: str) -> str:
         return "luid"
     if re.fullmatch(r"[^@\s]+@[^@\s]+", value.strip()):
         return "email"
-    raise EraseError(f"--user {value!r}: give a user LUID (8-4-4-4-12 hex digits) or an e-mail address")
+    raise UsageError(f"--user {value!r}: give a user LUID (8-4-4-4-12 hex digits) or an e-mail address")
 
 
 def token_for(identifier: str, salt: str) -> str:
@@ -158,8 +159,13 @@ def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
                 hit = F.lit(False)
                 for c in key_cols:
                     hit = hit | F.lower(F.col(c)).isin(*person.keys)
-                found_in.append(frame.where(hit).select(F.explode(F.array(*[
-                    _on_its_events(family, c, role) for role, cols in group.items() for c in cols])).alias("v")))
+                found_in.append(
+                    frame.where(hit).select(
+                        F.explode(
+                            F.array(*[_on_its_events(family, c, role) for role, cols in group.items() for c in cols])
+                        ).alias("v")
+                    )
+                )
             if not found_in:
                 continue
             values = reduce(DataFrame.unionAll, found_in).where(F.col("v").isNotNull()).distinct().collect()
@@ -250,8 +256,9 @@ def _holding(frame: DataFrame, person: Person, tokens: dict[str, str]) -> tuple[
     hit = F.lit(False)
     for name in rewrites:
         col = F.col(f"`{name}`")
-        hit = hit | (col.rlike(pattern) if isinstance(types[name], StringType)
-                     else F.exists(col, lambda x: x.rlike(pattern)))
+        hit = hit | (
+            col.rlike(pattern) if isinstance(types[name], StringType) else F.exists(col, lambda x: x.rlike(pattern))
+        )
     return F.coalesce(hit, F.lit(False)), rewrites
 
 
@@ -266,8 +273,7 @@ def rewrite_table(spark: SparkSession, table: str, person: Person, tokens: dict[
     """Rewrite the rows of ``table`` holding an identifier (none left: Delta makes no commit)."""
     holding = _holding(spark.table(table), person, tokens)
     if holding:
-        DeltaTable.forName(spark, table).update(condition=holding[0],
-                                                set={f"`{n}`": v for n, v in holding[1].items()})
+        DeltaTable.forName(spark, table).update(condition=holding[0], set={f"`{n}`": v for n, v in holding[1].items()})
 
 
 def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
@@ -312,8 +318,10 @@ def require_promoted(spark: SparkSession, cfg: Config) -> None:
     if spark.catalog.tableExists(t.writeback_raw) and _writeback_pending(spark, t):
         behind.append(t.writeback_raw)
     if behind:
-        raise EraseError(f"{', '.join(behind)} hold rows silver has not promoted yet: run "
-                         "`auditlake refresh --layers silver` first, then erase (nothing changed)")
+        raise EraseError(
+            f"{', '.join(behind)} hold rows silver has not promoted yet: run "
+            "`auditlake refresh --layers silver` first, then erase (nothing changed)"
+        )
 
 
 def _writeback_pending(spark: SparkSession, t: Tables) -> bool:
@@ -322,8 +330,9 @@ def _writeback_pending(spark: SparkSession, t: Tables) -> bool:
     raw = spark.table(t.writeback_raw)
     ids = spark.table(t.writeback_audit).select(F.col("id").alias("_id"))
     quarantined = spark.table(t.writeback_quarantine).select("bronze_id")
-    pending = (raw.join(quarantined, "bronze_id", "left_anti")
-               .join(ids, F.lower(F.trim("ID")) == F.col("_id"), "left_anti"))
+    pending = raw.join(quarantined, "bronze_id", "left_anti").join(
+        ids, F.lower(F.trim("ID")) == F.col("_id"), "left_anti"
+    )
     return pending.limit(1).count() > 0
 
 
@@ -341,10 +350,14 @@ def move_silver_past(spark: SparkSession, cfg: Config, erasure_id: str) -> None:
             if current > last_promoted(spark, t, family):
                 rows.append((erasure_id, family, current, 0, 0, 0, 0))
     if rows:
-        frame = spark.createDataFrame(rows, "silver_run_id string, family string, batch_id long, bronze_rows long, "
-                                            "inserted long, duplicates long, quarantined long")
+        frame = spark.createDataFrame(
+            rows,
+            "silver_run_id string, family string, batch_id long, bronze_rows long, "
+            "inserted long, duplicates long, quarantined long",
+        )
         frame.withColumn("processed_at", F.current_timestamp()).write.format("delta").mode("append").saveAsTable(
-            t.silver_batches)
+            t.silver_batches
+        )
 
 
 # ---- the whole erasure: pending until done ---------------------------------------------------
@@ -380,8 +393,14 @@ class PendingErasure:
 
     def report(self) -> ErasureReport:
         touched = {t: n for t, n in self.rows_by_table.items() if n}
-        return ErasureReport(self.erasure_id, self.identifier_kind, sorted(set(self.tokens.values())), touched,
-                             self.vacuum_retain_hours, list(touched))
+        return ErasureReport(
+            self.erasure_id,
+            self.identifier_kind,
+            sorted(set(self.tokens.values())),
+            touched,
+            self.vacuum_retain_hours,
+            list(touched),
+        )
 
 
 def refresh_analyst_copies(spark: SparkSession, cfg: Config, report: ErasureReport, log=print) -> list[str]:
@@ -395,8 +414,11 @@ def refresh_analyst_copies(spark: SparkSession, cfg: Config, report: ErasureRepo
     if marts:
         publish_analyst_tables(spark, cfg, log=log)
     location = analyst_tables_location(cfg)
-    return [f"delta.`{storage.join(location, mart)}`" for mart in marts
-            if storage.is_dir(spark, storage.join(location, mart))]
+    return [
+        f"delta.`{storage.join(location, mart)}`"
+        for mart in marts
+        if storage.is_dir(spark, storage.join(location, mart))
+    ]
 
 
 def _pending_dir(cfg: Config) -> str:
@@ -406,8 +428,14 @@ def _pending_dir(cfg: Config) -> str:
 def load_pending(spark: SparkSession, cfg: Config) -> PendingErasure | None:
     """The erasure begun and not finished, if any: its newest complete state file."""
     folder = _pending_dir(cfg)
-    names = sorted((n for n, is_dir in storage.list_status(spark, folder)
-                    if not is_dir and n.endswith(".json") and not n.startswith(".")), reverse=True)
+    names = sorted(
+        (
+            n
+            for n, is_dir in storage.list_status(spark, folder)
+            if not is_dir and n.endswith(".json") and not n.startswith(".")
+        ),
+        reverse=True,
+    )
     for name in names:  # a kill mid-write leaves the newest file cut short: the one before is whole
         try:
             return PendingErasure(**json.loads(storage.read_text(spark, storage.join(folder, name)) or ""))
@@ -432,8 +460,9 @@ def _clear_pending(spark: SparkSession, cfg: Config) -> None:
         storage.delete(spark, _pending_dir(cfg))
 
 
-def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None,
-                 log=print) -> ErasureReport:
+def erase_person(
+    spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None, log=print
+) -> ErasureReport:
     """Pseudonymise the person with LUID or e-mail ``user`` in every table, vacuum, record it.
     An erasure left pending by a crash is finished first; when it was this very person's, that is
     the erasure (a re-run of the same command). The caller holds the refresh lock."""
@@ -443,8 +472,9 @@ def erase_person(spark: SparkSession, cfg: Config, user: str, salt: str, request
     return finish_erasure(spark, cfg, begin_erasure(spark, cfg, user, salt, requested_by, log=log), log=log)
 
 
-def begin_erasure(spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None,
-                  log=print) -> PendingErasure:
+def begin_erasure(
+    spark: SparkSession, cfg: Config, user: str, salt: str, requested_by: str | None = None, log=print
+) -> PendingErasure:
     """Resolve the person and record the erasure as pending (state file, then ``ops.erasures``)
     before any table is rewritten. Nothing changes when it raises."""
     identifier_kind(user)  # a value that is no identifier: say so before reading anything
@@ -453,26 +483,37 @@ def begin_erasure(spark: SparkSession, cfg: Config, user: str, salt: str, reques
     person = resolve_person(spark, cfg, user)
     tokens = {value: token_for(value, salt) for value in person.identifiers()}
     pending = PendingErasure(
-        erasure_id, datetime.now(UTC).isoformat(), requested_by or getpass.getuser(), person.kind,
-        sorted(person.keys), sorted(person.names), tokens, erasable_tables(spark, cfg), {},
+        erasure_id,
+        datetime.now(UTC).isoformat(),
+        requested_by or getpass.getuser(),
+        person.kind,
+        sorted(person.keys),
+        sorted(person.names),
+        tokens,
+        erasable_tables(spark, cfg),
+        {},
         gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg),
-        int(cfg.get("erase.vacuum_retain_hours")))
+        int(cfg.get("erase.vacuum_retain_hours")),
+    )
     _save_pending(spark, cfg, pending)
     _record_pending(spark, cfg, pending)
-    log(f"erase {erasure_id}: {len(tokens)} identifiers of the {person.kind} given, "
-        f"in {len(person.keys)} keys and {len(person.names)} names; pending in {tables(cfg).erasures}")
+    log(
+        f"erase {erasure_id}: {len(tokens)} identifiers of the {person.kind} given, "
+        f"in {len(person.keys)} keys and {len(person.names)} names; pending in {tables(cfg).erasures}"
+    )
     return pending
 
 
-def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print
-                           ) -> tuple[ErasureReport, Person] | None:
+def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print) -> tuple[ErasureReport, Person] | None:
     """Finish the erasure a crash left pending, if any (``auditlake erase`` and a refresh call this
     first). -> its report and the person, or None when none was pending."""
     pending = load_pending(spark, cfg)
     if pending is None:
         return None
-    log(f"erase: finishing the pending erasure {pending.erasure_id} (begun {pending.started_at[:19]}Z, "
-        f"{len(pending.rows_by_table)} of {len(pending.tables)} tables counted)")
+    log(
+        f"erase: finishing the pending erasure {pending.erasure_id} (begun {pending.started_at[:19]}Z, "
+        f"{len(pending.rows_by_table)} of {len(pending.tables)} tables counted)"
+    )
     return finish_erasure(spark, cfg, pending, log=log), pending.person()
 
 
@@ -497,10 +538,16 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         log(f"erase: {table}: {rows} rows pseudonymised")
     report = pending.report()
     copies = refresh_analyst_copies(spark, cfg, report, log)
-    log(f"erase: vacuuming {len(report.tables_vacuumed)} tables and {len(copies)} analyst copies "
-        f"(retain {report.vacuum_retain_hours} h)")
-    vacuum(spark, [t for t in report.tables_vacuumed if spark.catalog.tableExists(t)] + copies,
-           report.vacuum_retain_hours, log)
+    log(
+        f"erase: vacuuming {len(report.tables_vacuumed)} tables and {len(copies)} analyst copies "
+        f"(retain {report.vacuum_retain_hours} h)"
+    )
+    vacuum(
+        spark,
+        [t for t in report.tables_vacuumed if spark.catalog.tableExists(t)] + copies,
+        report.vacuum_retain_hours,
+        log,
+    )
     move_silver_past(spark, cfg, pending.erasure_id)
     if pending.gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
         gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))
@@ -509,8 +556,10 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         log(f"erase: {files} validation result / Data Docs files under {cfg.quality_dir} rewritten")
     record_done(spark, cfg, report)
     _clear_pending(spark, cfg)  # the identifiers in clear go with it
-    log(f"erase {pending.erasure_id}: {report.rows_total} rows in {len(report.rows_by_table)} tables pseudonymised; "
-        f"recorded in {tables(cfg).erasures}")
+    log(
+        f"erase {pending.erasure_id}: {report.rows_total} rows in {len(report.rows_by_table)} tables pseudonymised; "
+        f"recorded in {tables(cfg).erasures}"
+    )
     exported = ocsf_exports_note(spark, cfg)
     if exported:
         log(exported)
@@ -525,11 +574,14 @@ def ocsf_exports_note(spark: SparkSession, cfg: Config) -> str | None:
         return None
     exports, since, places = spark.sql(
         f"SELECT count(DISTINCT export_id), cast(min(exported_at) AS date), concat_ws(', ', collect_set(out_dir)) "
-        f"FROM {table}").first()
+        f"FROM {table}"
+    ).first()
     if not exports:
         return None
-    return (f"erase: not erased: {exports} OCSF exports since {since} to {places} are copies handed to another "
-            "system (ops.ocsf_exports); erase the person there too (docs/ocsf.md)")
+    return (
+        f"erase: not erased: {exports} OCSF exports since {since} to {places} are copies handed to another "
+        "system (ops.ocsf_exports); erase the person there too (docs/ocsf.md)"
+    )
 
 
 def scrub_quality_reports(context_dir: Path, person: Person, tokens: dict[str, str]) -> int:
@@ -537,10 +589,14 @@ def scrub_quality_reports(context_dir: Path, person: Person, tokens: dict[str, s
     person's identifiers in those files too. -> files rewritten."""
     if not context_dir.is_dir():
         return 0
-    patterns = [(re.compile(re.escape(v), re.IGNORECASE), tokens[v]) for v in person.identifiers()
-                if v.lower() in person.keys]
-    patterns += [(re.compile(r'(?i)(?<=["\'>])' + re.escape(v) + r'(?=["\'<])'), tokens[v])
-                 for v in person.identifiers() if v.lower() not in person.keys]
+    patterns = [
+        (re.compile(re.escape(v), re.IGNORECASE), tokens[v]) for v in person.identifiers() if v.lower() in person.keys
+    ]
+    patterns += [
+        (re.compile(r'(?i)(?<=["\'>])' + re.escape(v) + r'(?=["\'<])'), tokens[v])
+        for v in person.identifiers()
+        if v.lower() not in person.keys
+    ]
     rewritten = 0
     for path in context_dir.rglob("*"):
         if not path.is_file() or path.suffix not in (".json", ".html"):
@@ -573,9 +629,20 @@ def _record_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -
     if spark.table(table).where(F.col("erasure_id") == pending.erasure_id).limit(1).count():
         return
     started = datetime.fromisoformat(pending.started_at)
-    row = (pending.erasure_id, None, pending.requested_by, pending.identifier_kind,
-           sorted(set(pending.tokens.values())), len(pending.tokens), None, None, pending.vacuum_retain_hours, None,
-           PENDING, started)
+    row = (
+        pending.erasure_id,
+        None,
+        pending.requested_by,
+        pending.identifier_kind,
+        sorted(set(pending.tokens.values())),
+        len(pending.tokens),
+        None,
+        None,
+        pending.vacuum_retain_hours,
+        None,
+        PENDING,
+        started,
+    )
     spark.createDataFrame([row], ERASURES_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
 
 
@@ -585,6 +652,11 @@ def record_done(spark: SparkSession, cfg: Config, report: ErasureReport) -> None
     counts = F.create_map(*[F.lit(x) for name, rows in sorted(report.rows_by_table.items()) for x in (name, rows)])
     DeltaTable.forName(spark, table).update(
         condition=(F.col("erasure_id") == report.erasure_id) & (F.col("status") == PENDING),
-        set={"status": F.lit(DONE), "erased_at": F.current_timestamp(),
-             "rows_by_table": counts.cast("map<string,bigint>"), "rows_total": F.lit(report.rows_total).cast("bigint"),
-             "tables_vacuumed": F.lit(len(report.tables_vacuumed))})
+        set={
+            "status": F.lit(DONE),
+            "erased_at": F.current_timestamp(),
+            "rows_by_table": counts.cast("map<string,bigint>"),
+            "rows_total": F.lit(report.rows_total).cast("bigint"),
+            "tables_vacuumed": F.lit(len(report.tables_vacuumed)),
+        },
+    )

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
+from pipelines.errors import BusyError
 from pipelines.tables import tables
 
 LOCK_FILE = "refresh.lock"
@@ -30,7 +31,7 @@ RUN_LOG_SCHEMA = (
 )
 
 
-class RefreshBusyError(RuntimeError):
+class RefreshBusyError(BusyError):
     """Another refresh holds the lock."""
 
 

@@ -108,7 +108,9 @@ def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | No
         bronze_rows = bronze_files.agg(F.sum("count")).first()[0] or 0
         missing = bronze_files.join(
             landed.select(F.col("path").alias("source_file"), F.col("size").alias("source_file_size")),
-            ["source_file", "source_file_size"], "left_anti").count()
+            ["source_file", "source_file_size"],
+            "left_anti",
+        ).count()
         bronze_files.unpersist()
     ledger_rows = landed.agg(F.sum("rows")).first()[0] or 0
     return FileReconciliation(ledger.file_counts(spark, t), ledger_rows, bronze_rows, missing)
@@ -117,8 +119,15 @@ def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | No
 def format_files(r: FileReconciliation) -> str:
     lines = [f"{'files':<12} {'reason':<24} {'count':>8} {'rows':>10}"]
     lines += [f"{status:<12} {reason or '-':<24} {files:>8} {rows:>10}" for status, reason, files, rows in r.verdicts]
-    check = "ok" if r.balanced else (f"MISMATCH ({r.bronze_files_not_ledgered} bronze files without a landed verdict)"
-                                     if r.bronze_files_not_ledgered else "MISMATCH")
+    check = (
+        "ok"
+        if r.balanced
+        else (
+            f"MISMATCH ({r.bronze_files_not_ledgered} bronze files without a landed verdict)"
+            if r.bronze_files_not_ledgered
+            else "MISMATCH"
+        )
+    )
     lines.append(f"rows of landed files {r.ledger_rows}, rows in bronze {r.bronze_rows}: {check}")
     return "\n".join(lines)
 
@@ -145,23 +154,36 @@ def reconcile_snapshots(spark: SparkSession, cfg: Config) -> list[SnapshotReconc
     t = tables(cfg)
     out = []
     for entity_type in t.entity_types(spark):
-        delivered = (spark.table(t.bronze_entity(entity_type))
-                     .groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
-                     .agg(F.count(F.lit(1)).alias("bronze")))
-        seen = (spark.table(t.snapshot_hours).where(F.col("entity_type") == entity_type)
-                .select("site_luid", "snapshot_hour", "rows", "status")
-                if spark.catalog.tableExists(t.snapshot_hours) else None)
+        delivered = (
+            spark.table(t.bronze_entity(entity_type))
+            .groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
+            .agg(F.count(F.lit(1)).alias("bronze"))
+        )
+        seen = (
+            spark.table(t.snapshot_hours)
+            .where(F.col("entity_type") == entity_type)
+            .select("site_luid", "snapshot_hour", "rows", "status")
+            if spark.catalog.tableExists(t.snapshot_hours)
+            else None
+        )
         if seen is None:
             seen = spark.createDataFrame([], "site_luid string, snapshot_hour timestamp, rows long, status string")
-        r = (delivered.join(seen, ["site_luid", "snapshot_hour"], "left").agg(
-            F.sum("bronze").alias("bronze"),
-            F.sum(F.when(F.col("status") == APPLIED, F.col("rows"))).alias("applied"),
-            F.sum(F.when(F.col("status") == LATE, F.col("rows"))).alias("late"),
-            F.sum(F.when(F.col("status").isNull(), F.col("bronze"))).alias("pending"),
-            F.count_if(F.col("status").isNotNull() & (F.col("rows") != F.col("bronze"))).alias("miscounted"),
-        ).first())
-        out.append(SnapshotReconciliation(entity_type, r["bronze"] or 0, r["applied"] or 0, r["late"] or 0,
-                                          r["pending"] or 0, r["miscounted"]))
+        r = (
+            delivered.join(seen, ["site_luid", "snapshot_hour"], "left")
+            .agg(
+                F.sum("bronze").alias("bronze"),
+                F.sum(F.when(F.col("status") == APPLIED, F.col("rows"))).alias("applied"),
+                F.sum(F.when(F.col("status") == LATE, F.col("rows"))).alias("late"),
+                F.sum(F.when(F.col("status").isNull(), F.col("bronze"))).alias("pending"),
+                F.count_if(F.col("status").isNotNull() & (F.col("rows") != F.col("bronze"))).alias("miscounted"),
+            )
+            .first()
+        )
+        out.append(
+            SnapshotReconciliation(
+                entity_type, r["bronze"] or 0, r["applied"] or 0, r["late"] or 0, r["pending"] or 0, r["miscounted"]
+            )
+        )
     return out
 
 
@@ -169,8 +191,9 @@ def format_snapshots(results: list[SnapshotReconciliation]) -> str:
     lines = [f"{'snapshots':<16} {'bronze':>9} {'applied':>9} {'late':>7} {'pending':>8}  check"]
     for r in results:
         status = "ok" if r.balanced else f"MISMATCH ({r.hours_miscounted} snapshot hours miscounted)"
-        lines.append(f"{r.entity_type:<16} {r.bronze_rows:>9} {r.applied_rows:>9} {r.late_rows:>7} "
-                     f"{r.pending_rows:>8}  {status}")
+        lines.append(
+            f"{r.entity_type:<16} {r.bronze_rows:>9} {r.applied_rows:>9} {r.late_rows:>7} {r.pending_rows:>8}  {status}"
+        )
     return "\n".join(lines)
 
 

@@ -26,9 +26,10 @@ from pyspark.sql import SparkSession
 
 from pipelines import storage
 from pipelines.delta_util import table_names
+from pipelines.errors import InputError
 
 
-class OrphanTableError(RuntimeError):
+class OrphanTableError(InputError):
     """A table folder with committed rows that the metastore does not know."""
 
 
@@ -96,6 +97,8 @@ def clear_killed_checkpoint_writes(spark: SparkSession, checkpoint_root: str, lo
                     storage.delete(spark, storage.join(folder, entry))
                     removed.append(storage.join(folder, entry))
     if removed:
-        log(f"recovery: removed {len(removed)} temporary file(s) of interrupted checkpoint writes under "
-            f"{checkpoint_root}")
+        log(
+            f"recovery: removed {len(removed)} temporary file(s) of interrupted checkpoint writes under "
+            f"{checkpoint_root}"
+        )
     return removed

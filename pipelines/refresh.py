@@ -19,10 +19,11 @@ from pipelines.analyst.publish import analyst_tables_published, publish_analyst_
 from pipelines.config import Config
 from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
 from pipelines.erase import finish_pending_erasure
+from pipelines.errors import InputError, one_line
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
-from pipelines.gold.run import GoldError, GoldResult, build_gold
+from pipelines.gold.run import GoldResult, build_gold
 from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
@@ -74,7 +75,11 @@ def parse_layers(text: str) -> list[str]:
 
 
 def run_refresh(
-    spark: SparkSession, cfg: Config, layers: list[str], source_dir: Path | None = None, log=print,
+    spark: SparkSession,
+    cfg: Config,
+    layers: list[str],
+    source_dir: Path | None = None,
+    log=print,
     full_listing: bool = False,
 ) -> RefreshReport:
     report = RefreshReport(new_run_id(), layers)
@@ -110,7 +115,7 @@ def send_alerts_after_gold(spark: SparkSession, cfg: Config, report: RefreshRepo
         report.alerts = alerts.send_alerts(spark, cfg, alerts.webhook_url(cfg), log=log)
         log(report.alerts.summary)
     except Exception as exc:  # the lake is refreshed; an alert that did not go out waits for the next run
-        log(f"alerts: not sent ({_first_line(exc)}); the refresh stands, the next run sends what is pending")
+        log(f"alerts: not sent ({one_line(exc)}); the refresh stands, the next run sends what is pending")
 
 
 def publish_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
@@ -122,13 +127,7 @@ def publish_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, 
     try:
         report.published = export_and_publish(spark, cfg, log=log)
     except Exception as exc:  # the lake is refreshed; what was not published goes with the next run
-        log(f"publish: not published ({_first_line(exc)}); the refresh stands, the next run sends it")
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first non-blank line of an error, for the one line an after-gold step prints."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
+        log(f"publish: not published ({one_line(exc)}); the refresh stands, the next run sends it")
 
 
 def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: str, step, log) -> None:
@@ -138,20 +137,38 @@ def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: s
     try:
         step()
     except BaseException as exc:
-        run = LayerRun(report.run_id, layer, "failed", started_at, datetime.now(UTC), time.monotonic() - started,
-                       detail=f"{type(exc).__name__}: {exc}"[:4000])
+        run = LayerRun(
+            report.run_id,
+            layer,
+            "failed",
+            started_at,
+            datetime.now(UTC),
+            time.monotonic() - started,
+            detail=f"{type(exc).__name__}: {exc}"[:4000],
+        )
         _record(spark, cfg, report, run, log)
         raise
     finally:
         describe_jobs(spark, None)
     skipped = layer == "gold" and report.gold_skipped
-    run = LayerRun(report.run_id, layer, "skipped" if skipped else "succeeded", started_at, datetime.now(UTC),
-                   time.monotonic() - started,
-                   **({"detail": "nothing gold reads changed since its last build"} if skipped
-                      else _layer_figures(spark, cfg, report, layer)))
+    run = LayerRun(
+        report.run_id,
+        layer,
+        "skipped" if skipped else "succeeded",
+        started_at,
+        datetime.now(UTC),
+        time.monotonic() - started,
+        **(
+            {"detail": "nothing gold reads changed since its last build"}
+            if skipped
+            else _layer_figures(spark, cfg, report, layer)
+        ),
+    )
     _record(spark, cfg, report, run, log)
-    log(f"{layer}: {run.rows_in} rows in, {run.rows_out} out, {run.quarantined} quarantined, "
-        f"{run.duplicates} duplicates, {run.seconds:.1f}s{'; ' + run.detail if run.detail else ''}")
+    log(
+        f"{layer}: {run.rows_in} rows in, {run.rows_out} out, {run.quarantined} quarantined, "
+        f"{run.duplicates} duplicates, {run.seconds:.1f}s{'; ' + run.detail if run.detail else ''}"
+    )
 
 
 def _record(spark: SparkSession, cfg: Config, report: RefreshReport, run: LayerRun, log) -> None:
@@ -169,9 +186,13 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
         files = sum(r.files_landed for r in report.bronze)
         flagged = sum(r.malformed_rows for r in report.bronze)
         odd = {k: sum(getattr(r, f"files_{k}") for r in report.bronze) for k in ("quarantined", "skipped", "changed")}
-        return {"rows_in": landed + writeback, "rows_out": landed + writeback,
-                "detail": f"{files} files landed, " + ", ".join(f"{n} {k}" for k, n in odd.items())
-                          + f"; {flagged} lines not JSON (kept, flagged); {writeback} write-back rows"}
+        return {
+            "rows_in": landed + writeback,
+            "rows_out": landed + writeback,
+            "detail": f"{files} files landed, "
+            + ", ".join(f"{n} {k}" for k, n in odd.items())
+            + f"; {flagged} lines not JSON (kept, flagged); {writeback} write-back rows",
+        }
     if layer == "silver":
         wb = report.writeback.get("silver")
         return {
@@ -183,8 +204,11 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
         }
     figures = report.reconciliation.agg({"silver_rows": "sum", "gold_rows": "sum"}).first()
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(report.gold.statuses.items())) if report.gold else ""
-    return {"rows_in": figures[0] or 0, "rows_out": figures[1] or 0,
-            "detail": f"event-level marts vs the silver rows they cover; dbt: {statuses}"}
+    return {
+        "rows_in": figures[0] or 0,
+        "rows_out": figures[1] or 0,
+        "detail": f"event-level marts vs the silver rows they cover; dbt: {statuses}",
+    }
 
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
@@ -251,8 +275,11 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     t = tables(cfg)  # the marts, and the intermediate tables dbt merges into in gold's staging schema
-    report.compactions = [c for schema in t.derived_schemas
-                          for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)]
+    report.compactions = [
+        c
+        for schema in t.derived_schemas
+        for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)
+    ]
     if cfg.get("analyst.enabled"):
         publish_analyst_tables(spark, cfg, log=log)
 
@@ -285,8 +312,10 @@ def _require_silver(spark: SparkSession, cfg: Config) -> None:
     """Gold reads silver's tables: say so plainly instead of a dbt stack trace."""
     missing = [name for name in _silver_tables(cfg) if not spark.catalog.tableExists(name)]
     if missing:
-        raise GoldError(f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "
-                        "(auditlake refresh --layers bronze,silver,gold)")
+        raise InputError(
+            f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "
+            "(auditlake refresh --layers bronze,silver,gold)"
+        )
 
 
 def _quarantine_by_reason(spark: SparkSession, table: str) -> list[tuple[str, int, str]]:
@@ -331,14 +360,14 @@ def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]
         out.append((t.writeback_raw, row["n"], f"{row['m']} from metadata, {row['p']} from persistence"))
     if spark.catalog.tableExists(t.writeback_audit):
         row = spark.sql(
-            f"SELECT count(*) AS n, count_if(seen_in_metadata AND seen_in_persistence) AS both "
-            f"FROM {t.writeback_audit}"
+            f"SELECT count(*) AS n, count_if(seen_in_metadata AND seen_in_persistence) AS both FROM {t.writeback_audit}"
         ).first()
         out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
     out += _quarantine_by_reason(spark, t.writeback_quarantine)
     if spark.catalog.tableExists(t.alert_deliveries):
-        row = spark.sql(f"SELECT count(*) AS n, count_if(status = '{alerts.PENDING}') AS pending "
-                        f"FROM {t.alert_deliveries}").first()
+        row = spark.sql(
+            f"SELECT count(*) AS n, count_if(status = '{alerts.PENDING}') AS pending FROM {t.alert_deliveries}"
+        ).first()
         out.append((t.alert_deliveries, row["n"], f"detections queued for the webhook, {row['pending']} pending"))
     if spark.catalog.databaseExists(t.gold_schema):
         for name in mart_tables(spark, t.gold_schema):

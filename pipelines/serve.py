@@ -40,8 +40,11 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config, secret
 
-LDAP_KEYS = {"url": "hive.server2.authentication.ldap.url", "base_dn": "hive.server2.authentication.ldap.baseDN",
-             "user_dn_pattern": "hive.server2.authentication.ldap.userDNPattern"}
+LDAP_KEYS = {
+    "url": "hive.server2.authentication.ldap.url",
+    "base_dn": "hive.server2.authentication.ldap.baseDN",
+    "user_dn_pattern": "hive.server2.authentication.ldap.userDNPattern",
+}
 KEYSTORE_PASSWORD = "hive.server2.keystore.password"
 TRUSTSTORE = "javax.net.ssl.trustStore"  # the JVM's default truststore: JNDI's ldaps:// reads it
 
@@ -99,10 +102,32 @@ def ldap_truststore(cfg: Config, folder: Path) -> Path | None:
     password = secrets.token_hex(12)
     keytool = shutil.which("keytool") or "keytool"
     for args in (
-        ["-importkeystore", "-noprompt", "-srckeystore", str(java_cacerts()), "-srcstorepass", "changeit",
-         "-destkeystore", str(store), "-deststoretype", "JKS", "-deststorepass", password],
-        ["-importcert", "-noprompt", "-alias", "auditlake-ldap-ca", "-file", str(cfg.path("serve.ldap.ca_cert")),
-         "-keystore", str(store), "-storepass", password],
+        [
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            str(java_cacerts()),
+            "-srcstorepass",
+            "changeit",
+            "-destkeystore",
+            str(store),
+            "-deststoretype",
+            "JKS",
+            "-deststorepass",
+            password,
+        ],
+        [
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "auditlake-ldap-ca",
+            "-file",
+            str(cfg.path("serve.ldap.ca_cert")),
+            "-keystore",
+            str(store),
+            "-storepass",
+            password,
+        ],
     ):
         proc = subprocess.run([keytool, *args], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -180,8 +205,9 @@ def serve_auditors(spark: SparkSession, cfg: Config, log=print) -> None:
     spark.stop()
 
 
-def beeline_rows(url: str, query: str, timeout: float = 300, user: str | None = None,
-                 password: str | None = None) -> list[list[str]]:
+def beeline_rows(
+    url: str, query: str, timeout: float = 300, user: str | None = None, password: str | None = None
+) -> list[list[str]]:
     """Run ``query`` with the beeline JDBC client shipped with PySpark; the CSV rows, header first.
     TLS goes in the URL (``;ssl=true;sslTrustStore=...;trustStorePassword=...``)."""
     import csv
@@ -202,9 +228,20 @@ def beeline_rows(url: str, query: str, timeout: float = 300, user: str | None = 
             password_file.write_text(password)
             sign_in += ["-w", str(password_file)]
         proc = subprocess.run(
-            [str(spark_home / "bin" / "beeline"), "-u", url, *sign_in, "--outputformat=csv2", "--silent=true",
-             "-e", query],
-            capture_output=True, text=True, timeout=timeout, env={**os.environ, "SPARK_HOME": str(spark_home)},
+            [
+                str(spark_home / "bin" / "beeline"),
+                "-u",
+                url,
+                *sign_in,
+                "--outputformat=csv2",
+                "--silent=true",
+                "-e",
+                query,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "SPARK_HOME": str(spark_home)},
         )
     if proc.returncode != 0:
         raise RuntimeError(f"beeline failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")

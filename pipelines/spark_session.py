@@ -174,11 +174,13 @@ def s3_conf(cfg: Config) -> dict[str, str]:
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3["endpoint"].startswith("https://")).lower()
     if s3["credentials"] == "keys":
         # Spark redacts *.access.key and *secret* values in its UI and logs
-        conf.update({
-            "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "spark.hadoop.fs.s3a.access.key": secret(cfg, "s3.access_key_env"),
-            "spark.hadoop.fs.s3a.secret.key": secret(cfg, "s3.secret_key_env"),
-        })
+        conf.update(
+            {
+                "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+                "spark.hadoop.fs.s3a.access.key": secret(cfg, "s3.access_key_env"),
+                "spark.hadoop.fs.s3a.secret.key": secret(cfg, "s3.secret_key_env"),
+            }
+        )
     return conf
 
 
@@ -195,10 +197,12 @@ def serve_conf(cfg: Config) -> dict[str, str]:
         keystore = cfg.path("serve.tls.keystore_path")
         if not keystore.is_file():
             raise ConfigError(f"config key 'serve.tls.keystore_path': keystore {keystore} not found")
-        conf.update({
-            "spark.hadoop.hive.server2.use.SSL": "true",
-            "spark.hadoop.hive.server2.keystore.path": str(keystore),
-        })
+        conf.update(
+            {
+                "spark.hadoop.hive.server2.use.SSL": "true",
+                "spark.hadoop.hive.server2.keystore.path": str(keystore),
+            }
+        )
     return conf
 
 

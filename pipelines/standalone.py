@@ -21,13 +21,14 @@ from pathlib import Path
 import pyspark
 
 from pipelines.config import Config
+from pipelines.errors import ExternalError
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(ExternalError):
     """The cluster did not come up (the message carries the end of the daemon's log)."""
 
 
@@ -44,8 +45,15 @@ class Standalone:
     @classmethod
     def from_config(cls, cfg: Config) -> Standalone:
         c = cfg.get("cluster")
-        return cls(cfg.data_dir / "cluster", c["host"], int(c["port"]), int(c["webui_port"]), int(c["workers"]),
-                   int(c["worker_cores"]), str(c["worker_memory"]))
+        return cls(
+            cfg.data_dir / "cluster",
+            c["host"],
+            int(c["port"]),
+            int(c["webui_port"]),
+            int(c["workers"]),
+            int(c["worker_cores"]),
+            str(c["worker_memory"]),
+        )
 
     @property
     def master_url(self) -> str:
@@ -61,8 +69,11 @@ class Standalone:
         with open(self.root / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
                 [str(SPARK_HOME / "bin" / "spark-class"), *args],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=self._env(), start_new_session=True,  # its own group: stop() ends the JVM and its children
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._env(),
+                start_new_session=True,  # its own group: stop() ends the JVM and its children
             )
         (self.root / f"{name}.pid").write_text(f"{proc.pid}\n")
 
@@ -79,34 +90,57 @@ class Standalone:
 
     def start(self, timeout: float = 120, log=print) -> None:
         if self.running():
-            raise ClusterError(f"already running: {', '.join(self.running())} (pids in {self.root}); "
-                               "`auditlake cluster stop` first")
+            raise ClusterError(
+                f"already running: {', '.join(self.running())} (pids in {self.root}); `auditlake cluster stop` first"
+            )
         log(f"cluster: starting master {self.master_url} (web UI http://{self.host}:{self.webui_port})")
-        self._launch("master", [MASTER_CLASS, "--host", self.host, "--port", str(self.port),
-                                "--webui-port", str(self.webui_port)])
+        self._launch(
+            "master",
+            [MASTER_CLASS, "--host", self.host, "--port", str(self.port), "--webui-port", str(self.webui_port)],
+        )
         for n in range(1, self.workers + 1):
             work = self.root / f"worker-{n}"
             work.mkdir(parents=True, exist_ok=True)
-            self._launch(f"worker-{n}", [WORKER_CLASS, "--host", self.host, "--cores", str(self.worker_cores),
-                                         "--memory", self.worker_memory, "--webui-port", "0",
-                                         "--work-dir", str(work), self.master_url])
+            self._launch(
+                f"worker-{n}",
+                [
+                    WORKER_CLASS,
+                    "--host",
+                    self.host,
+                    "--cores",
+                    str(self.worker_cores),
+                    "--memory",
+                    self.worker_memory,
+                    "--webui-port",
+                    "0",
+                    "--work-dir",
+                    str(work),
+                    self.master_url,
+                ],
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = self.state()
             alive = (state or {}).get("aliveworkers", 0)
             if alive >= self.workers:
-                log(f"cluster: {alive} workers alive, {state.get('cores')} cores, "
-                    f"{state.get('memory')} MB for executors")
+                log(
+                    f"cluster: {alive} workers alive, {state.get('cores')} cores, "
+                    f"{state.get('memory')} MB for executors"
+                )
                 return
-            dead = [name for name in ("master", *(f"worker-{n}" for n in range(1, self.workers + 1)))
-                    if not _alive(_pid(self.root / f"{name}.pid"))]
+            dead = [
+                name
+                for name in ("master", *(f"worker-{n}" for n in range(1, self.workers + 1)))
+                if not _alive(_pid(self.root / f"{name}.pid"))
+            ]
             if dead:
                 self.stop(log=lambda _m: None)
                 raise ClusterError(f"{dead[0]} exited at start:\n{self._tail(dead[0])}")
             time.sleep(1)
         self.stop(log=lambda _m: None)
-        raise ClusterError(f"the master did not see {self.workers} workers within {timeout:.0f}s:\n"
-                           f"{self._tail('master')}")
+        raise ClusterError(
+            f"the master did not see {self.workers} workers within {timeout:.0f}s:\n{self._tail('master')}"
+        )
 
     def stop(self, log=print) -> None:
         for pid_file in sorted(self.root.glob("*.pid"), reverse=True):  # workers before the master

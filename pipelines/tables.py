@@ -31,7 +31,7 @@ class Tables:
         if not spark.catalog.databaseExists(self.bronze_schema):
             return []
         rows = spark.sql(f"SHOW TABLES IN {self.bronze_schema} LIKE 'entity_*'").collect()
-        return sorted(r["tableName"][len("entity_"):] for r in rows if not r["isTemporary"])
+        return sorted(r["tableName"][len("entity_") :] for r in rows if not r["isTemporary"])
 
     @property
     def snapshot_hours(self) -> str:
@@ -140,5 +140,10 @@ class Tables:
 
 
 def tables(cfg: Config) -> Tables:
-    return Tables(cfg.get("bronze.schema"), cfg.get("silver.schema"), cfg.get("ops.schema"), cfg.get("gold.schema"),
-                  cfg.get("analyst.schema"))
+    return Tables(
+        cfg.get("bronze.schema"),
+        cfg.get("silver.schema"),
+        cfg.get("ops.schema"),
+        cfg.get("gold.schema"),
+        cfg.get("analyst.schema"),
+    )

@@ -95,8 +95,11 @@ def pytest_runtest_logreport(report):
     minutes, seconds = divmod(int(time.monotonic() - _STARTED), 60)
     worker = getattr(getattr(report, "node", None), "gateway", None)
     where = f"{worker.id} " if worker else ""
-    print(f"\n[{minutes:02d}:{seconds:02d}] {where}{report.nodeid} ({report.when}): {report.outcome} in "
-          f"{report.duration:.0f} s", flush=True)
+    print(
+        f"\n[{minutes:02d}:{seconds:02d}] {where}{report.nodeid} ({report.when}): {report.outcome} in "
+        f"{report.duration:.0f} s",
+        flush=True,
+    )
 
 
 def _minutes(item) -> float:
@@ -121,8 +124,12 @@ def pytest_collection_modifyitems(items):
         group = _group_of(module, gold)
         group_minutes[group] = group_minutes.get(group, 0.0) + minutes
     # within the shared gold lake's group, the modules that rewrite it come last
-    items.sort(key=lambda item: (-group_minutes[_group_of(item.nodeid, gold)],
-                                 Path(item.nodeid.split("::", 1)[0]).name in GOLD_LAKE_LAST))
+    items.sort(
+        key=lambda item: (
+            -group_minutes[_group_of(item.nodeid, gold)],
+            Path(item.nodeid.split("::", 1)[0]).name in GOLD_LAKE_LAST,
+        )
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -171,10 +178,19 @@ class GoldLake(tuple):
 def _person_in_every_source(spark, cfg) -> dict:
     """The first user (by e-mail) of the site events who also acted in the tenant's events."""
     t = tables(cfg)
-    tenant = {r[0].lower() for r in spark.table(t.silver_events("tenant")).select("initiating_user_email")
-              .distinct().collect() if r[0]}
-    site = (spark.table(t.silver_events("site")).where("email IS NOT NULL AND user_luid IS NOT NULL")
-            .select("email", "user_luid").distinct().orderBy("email").collect())
+    tenant = {
+        r[0].lower()
+        for r in spark.table(t.silver_events("tenant")).select("initiating_user_email").distinct().collect()
+        if r[0]
+    }
+    site = (
+        spark.table(t.silver_events("site"))
+        .where("email IS NOT NULL AND user_luid IS NOT NULL")
+        .select("email", "user_luid")
+        .distinct()
+        .orderBy("email")
+        .collect()
+    )
     return next(r.asDict() for r in site if r["email"].lower() in tenant)
 
 
@@ -208,8 +224,9 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
     person = _person_in_every_source(spark, cfg)
     lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
-    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person["email"])) for ln in lines) + "\n",
-                      encoding="utf-8")
+    export.write_text(
+        "\n".join(ln.replace('"maria.costa"', json.dumps(person["email"])) for ln in lines) + "\n", encoding="utf-8"
+    )
     first = run_refresh(spark, cfg, ["bronze", "silver", "gold"], log=lambda _m: None)
     assert sum(move_day(generated, landing, day) for day in days[1:]) > 0
     # gold.data_tests is not one of a build's inputs (pipelines/gold/inputs.py): the lake is the same

@@ -44,8 +44,18 @@ BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "
 # differs by run, not by data: when the row reached silver (the marts)
 RUN_COLUMNS = ("silver_ingest_ts",)
 # differ by run in any layer's tables: when and by which run a row was written
-WRITE_COLUMNS = ("bronze_id", "ingest_ts", "run_id", "recorded_at", "bronze_run_id", "bronze_ingest_ts",
-                 "silver_run_id", "silver_ingest_ts", "processed_at", "validated_at")
+WRITE_COLUMNS = (
+    "bronze_id",
+    "ingest_ts",
+    "run_id",
+    "recorded_at",
+    "bronze_run_id",
+    "bronze_ingest_ts",
+    "silver_run_id",
+    "silver_ingest_ts",
+    "processed_at",
+    "validated_at",
+)
 
 
 def _comparable(frame, ignore: tuple[str, ...] = ()):
@@ -54,8 +64,13 @@ def _comparable(frame, ignore: tuple[str, ...] = ()):
     from pyspark.sql.types import MapType
 
     frame = frame.drop(*ignore)
-    return frame.withColumns({f.name: F.array_sort(F.map_entries(f"`{f.name}`")) for f in frame.schema.fields
-                              if isinstance(f.dataType, MapType)})
+    return frame.withColumns(
+        {
+            f.name: F.array_sort(F.map_entries(f"`{f.name}`"))
+            for f in frame.schema.fields
+            if isinstance(f.dataType, MapType)
+        }
+    )
 
 
 def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
@@ -72,6 +87,7 @@ def fingerprint(frame, ignore: tuple[str, ...] = ()) -> tuple:
 
     frame = _comparable(frame, ignore)
     cols = [F.col(f"`{c}`") for c in frame.columns]
-    row = frame.agg(F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast("decimal(38,0)")),
-                    F.sum(F.hash(*cols).cast("decimal(38,0)"))).first()
+    row = frame.agg(
+        F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast("decimal(38,0)")), F.sum(F.hash(*cols).cast("decimal(38,0)"))
+    ).first()
     return tuple(row)

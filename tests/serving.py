@@ -28,8 +28,9 @@ def serving(args: list[str], env: dict[str, str], port: int, log_path: Path, tim
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"auditlake serve did not listen on {port}: {log_path.read_text()[-3000:]}") \
-                        from None
+                    raise RuntimeError(
+                        f"auditlake serve did not listen on {port}: {log_path.read_text()[-3000:]}"
+                    ) from None
                 time.sleep(0.5)
         yield proc
     finally:

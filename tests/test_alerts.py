@@ -33,13 +33,24 @@ def _quiet(_message: str) -> None:
     pass
 
 
-def _detection(n: int, severity: str = "high", detection: str = "mass_download", user: str | None = None,
-               summary: str | None = None) -> dict:
-    return {"detection_id": f"det-{n:03d}", "detection": detection, "report": f"rpt_{detection}s",
-            "severity": severity, "detected_at": START + timedelta(minutes=n), "site_luid": SITE,
-            "user_key": user or f"user{n}@example.com",
-            "summary": summary or f"{100 + n} views downloaded in 10 minutes",
-            "evidence_event_ids": [f"evt-{n}-a", f"evt-{n}-b"]}
+def _detection(
+    n: int,
+    severity: str = "high",
+    detection: str = "mass_download",
+    user: str | None = None,
+    summary: str | None = None,
+) -> dict:
+    return {
+        "detection_id": f"det-{n:03d}",
+        "detection": detection,
+        "report": f"rpt_{detection}s",
+        "severity": severity,
+        "detected_at": START + timedelta(minutes=n),
+        "site_luid": SITE,
+        "user_key": user or f"user{n}@example.com",
+        "summary": summary or f"{100 + n} views downloaded in 10 minutes",
+        "evidence_event_ids": [f"evt-{n}-a", f"evt-{n}-b"],
+    }
 
 
 def _lake(lake_dir, name: str, **alerts) -> object:
@@ -53,10 +64,30 @@ def _rebuild_detections(spark, cfg, detections: list[dict]) -> None:
     """gold.rpt_detections replaced whole, as dbt rebuilds a table model."""
     t = tables(cfg)
     ensure_schema(spark, t.gold_schema)
-    rows = [tuple(d[c] for c in ("detection_id", "detection", "report", "severity", "detected_at", "site_luid",
-                                 "user_key", "summary", "evidence_event_ids")) for d in detections]
-    (spark.createDataFrame(rows, DETECTIONS_SCHEMA).write.format("delta").mode("overwrite")
-     .option("overwriteSchema", "true").saveAsTable(t.detections))
+    rows = [
+        tuple(
+            d[c]
+            for c in (
+                "detection_id",
+                "detection",
+                "report",
+                "severity",
+                "detected_at",
+                "site_luid",
+                "user_key",
+                "summary",
+                "evidence_event_ids",
+            )
+        )
+        for d in detections
+    ]
+    (
+        spark.createDataFrame(rows, DETECTIONS_SCHEMA)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("overwriteSchema", "true")
+        .saveAsTable(t.detections)
+    )
 
 
 def _received_ids(receiver: WebhookReceiver) -> list[str]:
@@ -107,8 +138,10 @@ def test_a_receiver_that_is_down_leaves_alerts_pending_and_the_next_run_delivers
     receiver.mode = "down"  # 503
     down = send_alerts(spark, cfg, receiver.url, log=lines.append)
     assert (down.new, down.sent, down.failed, down.pending) == (4, 0, 1, 4)
-    assert down.summary == "alerts: 4 new, 0 sent, 4 pending (last error: HTTP 503 Service Unavailable: down for " \
-                           "maintenance)"
+    assert (
+        down.summary == "alerts: 4 new, 0 sent, 4 pending (last error: HTTP 503 Service Unavailable: down for "
+        "maintenance)"
+    )
     assert "alerts: the receiver is unavailable: 3 more left pending for the next run" in lines
     states = _states(spark, cfg)
     assert {s["status"] for s in states.values()} == {"pending"} and receiver.received == []
@@ -168,25 +201,48 @@ def test_min_severity_filters_and_max_per_run_caps(spark, lake_dir, receiver):
 
 
 def test_the_payload_is_json_with_a_slack_text_line_and_the_detection_fields():
-    d = _detection(7, severity="critical", detection="failed_login_burst", user="ana.silva@example.com",
-                   summary="12 failed sign-ins\nin 5 minutes from <!channel> & co")
+    d = _detection(
+        7,
+        severity="critical",
+        detection="failed_login_burst",
+        user="ana.silva@example.com",
+        summary="12 failed sign-ins\nin 5 minutes from <!channel> & co",
+    )
     d["detected_at"] = datetime(2026, 6, 1, 10, 7, 30, 250000, tzinfo=UTC)
     body = json.loads(payload(d))
-    assert list(body) == ["text", "detection_id", "detection", "report", "severity", "detected_at", "site_luid",
-                          "user_key", "summary", "evidence_event_ids"]
-    assert body["text"] == ("[CRITICAL] failed_login_burst | ana.silva@example.com | 12 failed sign-ins in 5 minutes "
-                            "from &lt;!channel&gt; &amp; co | 2026-06-01T10:07:30.250Z")
+    assert list(body) == [
+        "text",
+        "detection_id",
+        "detection",
+        "report",
+        "severity",
+        "detected_at",
+        "site_luid",
+        "user_key",
+        "summary",
+        "evidence_event_ids",
+    ]
+    assert body["text"] == (
+        "[CRITICAL] failed_login_burst | ana.silva@example.com | 12 failed sign-ins in 5 minutes "
+        "from &lt;!channel&gt; &amp; co | 2026-06-01T10:07:30.250Z"
+    )
     assert "\n" not in body["text"]
     assert body["detected_at"] == "2026-06-01T10:07:30.250Z"
     assert body["summary"] == d["summary"] and body["evidence_event_ids"] == ["evt-7-a", "evt-7-b"]
     assert {k: body[k] for k in ("detection_id", "detection", "report", "severity", "site_luid", "user_key")} == {
-        "detection_id": "det-007", "detection": "failed_login_burst", "report": "rpt_failed_login_bursts",
-        "severity": "critical", "site_luid": SITE, "user_key": "ana.silva@example.com"}
+        "detection_id": "det-007",
+        "detection": "failed_login_burst",
+        "report": "rpt_failed_login_bursts",
+        "severity": "critical",
+        "site_luid": SITE,
+        "user_key": "ana.silva@example.com",
+    }
     # no person: the site says where; no site either: the tenant
     assert headline({**d, "user_key": None}).split(" | ")[1] == f"site {SITE}"
     assert headline({**d, "user_key": None, "site_luid": None}).split(" | ")[1] == "tenant"
-    whole = json.loads(payload({**d, "detected_at": datetime(2026, 6, 1, 10, 7, tzinfo=UTC),
-                                "evidence_event_ids": None}))
+    whole = json.loads(
+        payload({**d, "detected_at": datetime(2026, 6, 1, 10, 7, tzinfo=UTC), "evidence_event_ids": None})
+    )
     assert whole["detected_at"] == "2026-06-01T10:07:00Z" and whole["evidence_event_ids"] == []
 
 
@@ -236,12 +292,13 @@ def test_erasure_pseudonymises_the_payloads(spark, lake_dir, receiver):
     assert pseudonymise_table(spark, t.alert_deliveries, person, tokens) == 1
     payloads = [s["payload"] for s in _states(spark, cfg).values()]
     assert not any("ana.silva" in p for p in payloads)
-    assert json.loads(next(p for p in payloads if tokens["ana.silva@example.com"] in p))["user_key"] == \
-        tokens["ana.silva@example.com"]
+    assert (
+        json.loads(next(p for p in payloads if tokens["ana.silva@example.com"] in p))["user_key"]
+        == tokens["ana.silva@example.com"]
+    )
 
 
-def test_the_command_exits_1_while_an_alert_is_pending_and_0_once_sent(spark, lake_dir, receiver, monkeypatch,
-                                                                       capsys):
+def test_the_command_exits_1_while_an_alert_is_pending_and_0_once_sent(spark, lake_dir, receiver, monkeypatch, capsys):
     from pipelines.cli import main
 
     environ = variant_environ(lake_dir, "alerts_cli")
@@ -250,7 +307,8 @@ def test_the_command_exits_1_while_an_alert_is_pending_and_0_once_sent(spark, la
     assert main(["--env", "test", "alerts"]) == 2
     assert capsys.readouterr().err == (
         "auditlake: configuration error: config key 'alerts.webhook_url_env' names environment variable "
-        "AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set\n")
+        "AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set\n"
+    )
     monkeypatch.setenv("AUDITLAKE_ALERTS_WEBHOOK_URL", "hooks.example.com/secret-token")
     assert main(["--env", "test", "alerts"]) == 2
     err = capsys.readouterr().err
@@ -278,8 +336,11 @@ def test_the_command_exits_1_while_an_alert_is_pending_and_0_once_sent(spark, la
 def test_refresh_prints_alerts_and_a_webhook_failure_does_not_fail_it(spark, lake_dir, receiver, monkeypatch):
     environ = variant_environ(lake_dir, "alerts_refresh")
     environ["AUDITLAKE__ALERTS__ON_REFRESH"] = "true"
-    with pytest.raises(ConfigError, match=r"'alerts\.webhook_url_env' names environment variable "
-                                          r"AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: alerts\.on_refresh true"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'alerts\.webhook_url_env' names environment variable "
+        r"AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: alerts\.on_refresh true",
+    ):
         load_config("test", environ={k: v for k, v in environ.items() if k != "AUDITLAKE_ALERTS_WEBHOOK_URL"})
     environ["AUDITLAKE_ALERTS_WEBHOOK_URL"] = receiver.url
     cfg = load_config("test", environ=environ)
@@ -307,8 +368,10 @@ def test_skip_backlog_records_history_as_skipped_and_later_detections_are_sent(s
     _rebuild_detections(spark, cfg, [_detection(n) for n in range(5)])
     lines: list[str] = []
     assert skip_backlog(spark, cfg, log=lines.append) == 5
-    assert lines == ["alerts: 5 detection(s) recorded as skipped, never to be posted (2 not queued before, "
-                     "3 pending); later detections are sent"]
+    assert lines == [
+        "alerts: 5 detection(s) recorded as skipped, never to be posted (2 not queued before, "
+        "3 pending); later detections are sent"
+    ]
     assert {s["status"] for s in _states(spark, cfg).values()} == {"skipped"}
 
     receiver.mode = "up"

@@ -29,8 +29,9 @@ def mart(spark, tmp_path):
 def _create(spark, table: str, feed: bool) -> None:
     props = " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')" if feed else ""
     spark.sql(f"CREATE TABLE {table} (id INT, email STRING, n DOUBLE) USING delta{props}")
-    spark.sql(f"INSERT INTO {table} VALUES (1, 'a@x.org', 1.0), (2, NULL, 2.0), (3, 'c@x.org', NULL), "
-              "(4, 'd@x.org', 4.0)")
+    spark.sql(
+        f"INSERT INTO {table} VALUES (1, 'a@x.org', 1.0), (2, NULL, 2.0), (3, 'c@x.org', NULL), (4, 'd@x.org', 4.0)"
+    )
 
 
 def _version(spark, table: str) -> int:
@@ -39,8 +40,11 @@ def _version(spark, table: str) -> int:
 
 def _publish(spark, table: str, copy: str, before: dict, files_over: int = 100) -> tuple[str, dict]:
     published = publish_mart(spark, table, copy, DOC, KEY, before, _version(spark, table), files_over)
-    return published.how, {"source_version": published.source_version, "copy_version": published.copy_version,
-                           "mart_id": published.mart_id}
+    return published.how, {
+        "source_version": published.source_version,
+        "copy_version": published.copy_version,
+        "mart_id": published.mart_id,
+    }
 
 
 def _assert_masked_copy(spark, table: str, copy: str) -> None:
@@ -56,8 +60,10 @@ def test_a_copy_appends_a_marts_new_rows_and_is_made_whole_after_a_change(spark,
     assert how == "copied"
     _assert_masked_copy(spark, table, copy)
     # an incremental mart's merge of new events, an append, a compaction: rows gained only
-    spark.sql(f"MERGE INTO {table} t USING (SELECT 5 AS id, 'e@x.org' AS email, 5.0 AS n UNION ALL "
-              "SELECT 6, NULL, NULL) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    spark.sql(
+        f"MERGE INTO {table} t USING (SELECT 5 AS id, 'e@x.org' AS email, 5.0 AS n UNION ALL "
+        "SELECT 6, NULL, NULL) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
     spark.sql(f"INSERT INTO {table} VALUES (7, 'g@x.org', 7.0)")
     spark.sql(f"OPTIMIZE {table}")
     how, after = _publish(spark, table, copy, entry)

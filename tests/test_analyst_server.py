@@ -33,13 +33,27 @@ SESSION = PROJECT_ROOT / "tests" / "clients" / "session.py"
 ANALYST, PASSWORD = "ana", "analyst-password-1"
 
 
-def run_session(port: int, user: str, password: str | None, ca_cert: Path | None, statements: list[str],
-                columns_of: str | None = None) -> dict:
+def run_session(
+    port: int,
+    user: str,
+    password: str | None,
+    ca_cert: Path | None,
+    statements: list[str],
+    columns_of: str | None = None,
+) -> dict:
     assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
-    job = {"host": HOST, "port": port, "user": user, "password": password,
-           "ca_cert": str(ca_cert) if ca_cert else None, "statements": statements, "columns_of": columns_of}
-    proc = subprocess.run([str(CLIENT_PYTHON), str(SESSION)], input=json.dumps(job), capture_output=True, text=True,
-                          timeout=900)
+    job = {
+        "host": HOST,
+        "port": port,
+        "user": user,
+        "password": password,
+        "ca_cert": str(ca_cert) if ca_cert else None,
+        "statements": statements,
+        "columns_of": columns_of,
+    }
+    proc = subprocess.run(
+        [str(CLIENT_PYTHON), str(SESSION)], input=json.dumps(job), capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -57,12 +71,18 @@ def analysts(gold_lake, lake_dir):
     ldap = LdapServer.start({ANALYST: PASSWORD}, tls=True)  # ldaps://, a CA made for the test
     port = free_port()
     env = {
-        **variant_environ(lake_dir, "gold"), "AUDITLAKE_ENV": "test", "AUDITLAKE__ANALYST__DIR": cfg.analyst_dir,
-        "AUDITLAKE__SERVE__PORT": str(port), "AUDITLAKE__SERVE__AUDITOR_PORT": str(free_port()),
-        "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
-        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": f"ou=auditors,{SUFFIX}",
+        **variant_environ(lake_dir, "gold"),
+        "AUDITLAKE_ENV": "test",
+        "AUDITLAKE__ANALYST__DIR": cfg.analyst_dir,
+        "AUDITLAKE__SERVE__PORT": str(port),
+        "AUDITLAKE__SERVE__AUDITOR_PORT": str(free_port()),
+        "AUDITLAKE__SERVE__AUTH": "ldap",
+        "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE,
+        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": f"ou=auditors,{SUFFIX}",
         "AUDITLAKE__SERVE__LDAP__CA_CERT": str(ldap.ca_cert),
-        "AUDITLAKE__SERVE__TLS__ENABLED": "true", "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
+        "AUDITLAKE__SERVE__TLS__ENABLED": "true",
+        "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
     }
     try:
@@ -129,8 +149,13 @@ def test_an_analyst_reads_pseudonyms_and_no_sql_reaches_a_clear_value_or_a_secre
         f"SELECT value FROM text.`/proc/{launcher.pid}/environ`",
         f"SELECT value FROM text.`/proc/{launcher.pid}/cmdline`",
     ]
-    session = run_session(port, ANALYST, PASSWORD, ca_cert, ["SELECT user_email FROM analyst.fct_logins "
-                                                              "WHERE user_email IS NOT NULL LIMIT 50", *attempts])
+    session = run_session(
+        port,
+        ANALYST,
+        PASSWORD,
+        ca_cert,
+        ["SELECT user_email FROM analyst.fct_logins WHERE user_email IS NOT NULL LIMIT 50", *attempts],
+    )
     results = session["results"]
     masked = results[0]
     assert masked["ok"] and masked["rows"] and all(r[0].startswith("pii:") for r in masked["rows"]), masked
@@ -162,8 +187,13 @@ def test_the_auditors_server_answers_in_clear(spark, cfg, gold_lake):
     t = tables(gold_lake[0])
     server = start_auditor_server(spark, cfg)
     try:
-        session = run_session(cfg.get("serve.auditor_port"), "auditor", None, None,
-                              [f"SELECT lower(user_email) FROM {t.gold('fct_logins')} WHERE user_email IS NOT NULL"])
+        session = run_session(
+            cfg.get("serve.auditor_port"),
+            "auditor",
+            None,
+            None,
+            [f"SELECT lower(user_email) FROM {t.gold('fct_logins')} WHERE user_email IS NOT NULL"],
+        )
     finally:
         server.stop()
     seen = {r[0] for r in session["results"][0]["rows"]}

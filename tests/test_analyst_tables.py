@@ -49,30 +49,47 @@ def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold
         masked = masked_columns(docs[name])
         assert sorted(masked) == catalog["marts"][name]["masked"]
         # row for row the mart masked, whether the copy was made whole or followed the mart's changes
-        expected = mart.selectExpr(*[f"{pseudonym_sql(f'`{c}`', key)} AS `{c}`" if c in masked else f"`{c}`"
-                                     for c in mart.columns])
+        expected = mart.selectExpr(
+            *[f"{pseudonym_sql(f'`{c}`', key)} AS `{c}`" if c in masked else f"`{c}`" for c in mart.columns]
+        )
         assert copy.exceptAll(expected).count() == 0 and expected.exceptAll(copy).count() == 0, name
         if not masked:
             continue
-        figures = ", ".join(f"count(DISTINCT `{c}`) AS `d_{c}`, count_if(`{c}` NOT LIKE 'pii:%') AS `u_{c}`"
-                            for c in sorted(masked))
+        figures = ", ".join(
+            f"count(DISTINCT `{c}`) AS `d_{c}`, count_if(`{c}` NOT LIKE 'pii:%') AS `u_{c}`" for c in sorted(masked)
+        )
         clear, hidden = (frame.selectExpr("count(*) AS n", *figures.split(", ")).first() for frame in (mart, copy))
         assert hidden["n"] == clear["n"], name
         for c in sorted(masked):
             assert hidden[f"u_{c}"] == 0, f"{name}.{c} holds unmasked values"
             assert hidden[f"d_{c}"] == clear[f"d_{c}"], f"{name}.{c}: the pseudonym lost or merged values"
     # the second delivery's new events were appended to the event marts' copies, not copied whole
-    appended = {name for name in marts  # its last commits: the append, and perhaps a compaction after it
-                if any(c["operationParameters"].get("mode") == "Append" for c in spark.sql(
-                    f"DESCRIBE HISTORY delta.`{storage.join(tables_location(cfg), name)}` LIMIT 2").collect())}
+    appended = {
+        name
+        for name in marts  # its last commits: the append, and perhaps a compaction after it
+        if any(
+            c["operationParameters"].get("mode") == "Append"
+            for c in spark.sql(f"DESCRIBE HISTORY delta.`{storage.join(tables_location(cfg), name)}` LIMIT 2").collect()
+        )
+    }
     assert {"fct_logins", "fct_content_access"} <= appended, appended
     # the same value reads the same in every table (joins still join), and it is the keyed one
     email = spark.table(t.gold("fct_logins")).where("user_email IS NOT NULL").select("user_email").first()[0]
     assert _copy(spark, cfg, "fct_logins").where(F.col("user_email") == pseudonym(email, key)).count() > 0
-    joined = (_copy(spark, cfg, "fct_logins").select("user_email").distinct()
-              .join(_copy(spark, cfg, "dim_users").select("user_email").distinct(), "user_email").count())
-    clear = (spark.table(t.gold("fct_logins")).select("user_email").distinct()
-             .join(spark.table(t.gold("dim_users")).select("user_email").distinct(), "user_email").count())
+    joined = (
+        _copy(spark, cfg, "fct_logins")
+        .select("user_email")
+        .distinct()
+        .join(_copy(spark, cfg, "dim_users").select("user_email").distinct(), "user_email")
+        .count()
+    )
+    clear = (
+        spark.table(t.gold("fct_logins"))
+        .select("user_email")
+        .distinct()
+        .join(spark.table(t.gold("dim_users")).select("user_email").distinct(), "user_email")
+        .count()
+    )
     assert joined == clear > 0
 
 
@@ -81,12 +98,15 @@ def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everythi
     publish_analyst_tables(spark, cfg, log=lambda _m: None)  # the copies as current as the marts (whatever ran before)
     quiet = []
     assert publish_analyst_tables(spark, cfg, log=quiet.append) == []
-    said = (f"gold: 0 of {len(mart_docs())} analyst tables brought up to date in {tables_location(cfg)} "
-            f"(0 by their mart's new rows, 0 copied whole; "
-            f"{sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed pseudonyms) in ")
+    said = (
+        f"gold: 0 of {len(mart_docs())} analyst tables brought up to date in {tables_location(cfg)} "
+        f"(0 by their mart's new rows, 0 copied whole; "
+        f"{sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed pseudonyms) in "
+    )
     assert len(quiet) == 1 and quiet[0].startswith(said) and quiet[0].endswith("s"), quiet
-    rotated = Config(cfg.env, {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}},
-                     cfg.files)
+    rotated = Config(
+        cfg.env, {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}}, cfg.files
+    )
     # the shared lake's copies keep the rotated key afterwards: the tests after this one need no key
     os.environ["ROTATED_KEY"] = "r" * 40
     try:
@@ -138,8 +158,11 @@ def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spa
         candidates = [f.name for f in mart.schema if isinstance(f.dataType, StringType) and f.name not in masked]
         if not candidates:
             continue
-        stacked = mart.select(F.explode(F.array(*[F.struct(F.lit(c).alias("column"), F.col(c).alias("value"))
-                                                  for c in candidates])).alias("cell")).select("cell.*")
+        stacked = mart.select(
+            F.explode(
+                F.array(*[F.struct(F.lit(c).alias("column"), F.col(c).alias("value")) for c in candidates])
+            ).alias("cell")
+        ).select("cell.*")
         hits = stacked.join(values, "value", "left_semi").groupBy("column").agg(F.min("value").alias("e"))
         untagged.update({f"{name}.{r['column']}": r["e"] for r in hits.collect()})  # column -> one value held
     values.unpersist()

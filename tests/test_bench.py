@@ -35,12 +35,22 @@ def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
     from pipelines.config import load_config
 
     def batch(n: int, history: int, gold: float, nodes) -> dict:
-        return {"batch": n, "files": 1, "rows_in": 10, "rows_out": 10, "history": history,
-                "seconds": {"bronze": 1.0, "silver": 2.0, "gold": gold}, "total_s": 3.0 + gold, "dbt_nodes": nodes}
+        return {
+            "batch": n,
+            "files": 1,
+            "rows_in": 10,
+            "rows_out": 10,
+            "history": history,
+            "seconds": {"bronze": 1.0, "silver": 2.0, "gold": gold},
+            "total_s": 3.0 + gold,
+            "dbt_nodes": nodes,
+        }
 
-    rows = [batch(1, 100_000, 40.0, []),
-            batch(2, 200_000, 20.0, [("dim_users", "model", 4.0), ("primary_key_fct_logins_event_id.1", "test", 1.0)]),
-            batch(3, 300_000, 21.0, [("dim_users", "model", 5.0), ("primary_key_fct_logins_event_id.1", "test", 0.5)])]
+    rows = [
+        batch(1, 100_000, 40.0, []),
+        batch(2, 200_000, 20.0, [("dim_users", "model", 4.0), ("primary_key_fct_logins_event_id.1", "test", 1.0)]),
+        batch(3, 300_000, 21.0, [("dim_users", "model", 5.0), ("primary_key_fct_logins_event_id.1", "test", 0.5)]),
+    ]
     text = render_all(_all_figures(1000, {"files": 3, "bytes": 1e6}, 3, rows), load_config("test"))
     assert "(gold alone: +1.0 s)" in text
     assert "| `dim_users` | 4.0 | 5.0 |" in text
@@ -51,19 +61,30 @@ def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_s
     from devtools.bench_refresh import _gaps, render_refresh
     from pipelines.config import load_config
 
-    lines = [(5.0, "refresh r1: layers bronze, silver, gold"), (6.0, "WARNING: Using incubator modules"),
-             (40.0, "silver: site: gate passed"), (42.0, "feed: 3 hours updated"),
-             (140.0, "gold: 105 pass, 39 success in 98.0s"), (150.0, "refresh r1 done: bronze 9.0s, silver 30.0s")]
+    lines = [
+        (5.0, "refresh r1: layers bronze, silver, gold"),
+        (6.0, "WARNING: Using incubator modules"),
+        (40.0, "silver: site: gate passed"),
+        (42.0, "feed: 3 hours updated"),
+        (140.0, "gold: 105 pass, 39 success in 98.0s"),
+        (150.0, "refresh r1 done: bronze 9.0s, silver 30.0s"),
+    ]
     assert _gaps(lines, top=2) == [(98.0, "gold: 105 pass, 39 success in 98.0s"), (35.0, "silver: site: gate passed")]
 
     def run(label: str, wall: float) -> dict:
         return {"label": label, "wall_s": wall, "layers": {"bronze": 1.0, "silver": 2.0, "gold": 3.0}, "lines": lines}
 
     delivered = run("+400 events", 150.0)
-    delivered["dbt"] = {"elapsed_s": 98.0, "kinds": {"model": (39, 300.0), "test": (105, 200.0)},
-                        "slowest": [(17.5, "model", "rpt_feed_gaps")]}
-    fig = {"events": 20_000, "delivery": 400,
-           "runs": [run("first load", 400.0), run("nothing new", 60.0), delivered, run("nothing new, again", 50.0)]}
+    delivered["dbt"] = {
+        "elapsed_s": 98.0,
+        "kinds": {"model": (39, 300.0), "test": (105, 200.0)},
+        "slowest": [(17.5, "model", "rpt_feed_gaps")],
+    }
+    fig = {
+        "events": 20_000,
+        "delivery": 400,
+        "runs": [run("first load", 400.0), run("nothing new", 60.0), delivered, run("nothing new, again", 50.0)],
+    }
     fig["warm"] = [("nothing new (the process's first run)", 25.0), ("+400 events", 80.0)]
     text = render_refresh(fig, load_config("test"))
     assert "**3.0x**" in text  # 150 / min(60, 50)
@@ -78,13 +99,23 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
     from pipelines.config import load_config
 
     def run(history: int, gold: float, nodes) -> dict:
-        return {"size": history, "history": history, "weeks": history // 100_000, "base_s": 50.0, "seed_s": 1.0,
-                "first_gold_s": 90.0, "delivered": 10_000, "seconds": {"bronze": 4.0, "silver": 20.0, "gold": gold},
-                "total_s": 24.0 + gold, "dbt_nodes": nodes}
+        return {
+            "size": history,
+            "history": history,
+            "weeks": history // 100_000,
+            "base_s": 50.0,
+            "seed_s": 1.0,
+            "first_gold_s": 90.0,
+            "delivered": 10_000,
+            "seconds": {"bronze": 4.0, "silver": 20.0, "gold": gold},
+            "total_s": 24.0 + gold,
+            "dbt_nodes": nodes,
+        }
 
     small = run(500_000, 80.0, [("dim_users", "model", 10.0), ("fct_logins", "model", 5.0)])
-    large = run(2_000_000, 100.0, [("dim_users", "model", 25.0), ("fct_logins", "model", 5.5),
-                                   ("rpt_new", "model", 2.0)])
+    large = run(
+        2_000_000, 100.0, [("dim_users", "model", 25.0), ("fct_logins", "model", 5.5), ("rpt_new", "model", 2.0)]
+    )
     text = render_history([small, large], load_config("test"))
     assert "**1.25x**" in text  # 100 / 80
     assert "| dim_users | model | 10.0 | 25.0 | +15.0 |" in text
@@ -96,11 +127,18 @@ def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tm
 
     user, job = "0a5f1e2c-1111-4222-8333-944455556666", "7b3c2d1e-aaaa-4bbb-8ccc-ddddeeeeffff"
     rows = spark.createDataFrame(
-        [("e1", "2026-06-08 10:00:00", "2026-06-08", user, job),
-         ("e2", "2026-06-09 11:00:00", "2026-06-09", user, None)],
+        [
+            ("e1", "2026-06-08 10:00:00", "2026-06-08", user, job),
+            ("e2", "2026-06-09 11:00:00", "2026-06-09", user, None),
+        ],
         "event_id string, event_time string, event_date string, actor_user_luid string, job_luid string",
-    ).selectExpr("event_id", "cast(event_time as timestamp) event_time", "cast(event_date as date) event_date",
-                 "actor_user_luid", "job_luid")
+    ).selectExpr(
+        "event_id",
+        "cast(event_time as timestamp) event_time",
+        "cast(event_date as date) event_date",
+        "actor_user_luid",
+        "job_luid",
+    )
     rows.write.format("delta").save(str(tmp_path / "t"))
     spark.sql(f"CREATE TABLE bench_seed_test USING delta LOCATION '{tmp_path / 't'}'")
     try:
@@ -109,8 +147,14 @@ def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tm
     finally:
         spark.sql("DROP TABLE bench_seed_test")
     assert len({r.event_id for r in seeded}) == 6
-    assert sorted(str(r.event_date) for r in seeded) == ["2026-05-25", "2026-05-26", "2026-06-01", "2026-06-02",
-                                                         "2026-06-08", "2026-06-09"]
+    assert sorted(str(r.event_date) for r in seeded) == [
+        "2026-05-25",
+        "2026-05-26",
+        "2026-06-01",
+        "2026-06-02",
+        "2026-06-08",
+        "2026-06-09",
+    ]
     assert {r.actor_user_luid for r in seeded} == {user}  # the same people
     jobs = [r.job_luid for r in seeded if r.job_luid]
     assert len(set(jobs)) == 3 and all(len(j) == 36 and j.count("-") == 4 and j == j.lower() for j in jobs)
@@ -125,8 +169,10 @@ def test_the_typed_floor_reads_both_record_shapes_with_silvers_types(spark, tmp_
     landing = tmp_path / "landing"
     landing.mkdir()
     flat = {"eventType": "hist_login", "eventTime": "2026-06-01T10:00:00.123456789Z", "actorUserLuid": "u1"}
-    envelope = {"metadata": {"eventType": "hist_login"},
-                "event": {"eventTime": "2026-06-01T11:00:00Z", "actorUserLuid": "u2"}}
+    envelope = {
+        "metadata": {"eventType": "hist_login"},
+        "event": {"eventTime": "2026-06-01T11:00:00Z", "actorUserLuid": "u2"},
+    }
     (landing / "part-00000.json").write_text(json.dumps(flat) + "\n" + json.dumps(envelope) + "\n")
     assert typed_floor(spark, landing, tmp_path / "out") == 2
     read = spark.read.parquet(str(tmp_path / "out"))

@@ -214,8 +214,12 @@ def test_transform_flags_each_kind_of_line(spark):
 def test_paths_tell_family_layout_and_what_to_skip():
     c = layout.classify
     own = c("site/siteLuid=s1/y=2026/m=06/d=08/h=14/eventType=hist_login/part-00000.json.gz")
-    assert (own.family, own.layout, own.event_type, str(own.path_date)) == ("site", "auditlake", "hist_login",
-                                                                              "2026-06-08")
+    assert (own.family, own.layout, own.event_type, str(own.path_date)) == (
+        "site",
+        "auditlake",
+        "hist_login",
+        "2026-06-08",
+    )
     assert c("tenant/tenantId=t/y=2026/m=06/d=08/h=14/eventType=create_user/part-0.json").family == "tenant"
     date_first = c("pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/eventType=hist_login/part-0001.json")
     assert (date_first.family, date_first.layout) == ("site", "date_first")
@@ -227,11 +231,16 @@ def test_paths_tell_family_layout_and_what_to_skip():
     assert (snapshot.readable, snapshot.entity_type, snapshot.snapshot_hour) == (True, "users", "2025-11-30 02:00:00")
     schema_first = c("pod=p1/siteLuid=s1/entityType=group_members/y=2025/m=11/d=30/h=23/part-0.parquet")
     assert (schema_first.entity_type, schema_first.snapshot_hour, schema_first.layout) == (
-        "group_members", "2025-11-30 23:00:00", "schema_first")
-    for odd in ("pod=p1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet",  # no site: Tableau has none
-                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.csv",
-                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/entityType=users/part-0.parquet",  # no hour
-                "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=Users-2/part-0.parquet"):
+        "group_members",
+        "2025-11-30 23:00:00",
+        "schema_first",
+    )
+    for odd in (
+        "pod=p1/y=2025/m=11/d=30/h=02/entityType=users/part-0.parquet",  # no site: Tableau has none
+        "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=users/part-0.csv",
+        "pod=p1/siteLuid=s1/y=2025/m=11/d=30/entityType=users/part-0.parquet",  # no hour
+        "pod=p1/siteLuid=s1/y=2025/m=11/d=30/h=02/entityType=Users-2/part-0.parquet",
+    ):
         assert c(odd).skip == "entity_snapshot", odd
     assert c("site/x/_SUCCESS").skip == "hidden_file"
     assert c("site/x/notes.md").skip == "not_activity_log"
@@ -309,7 +318,10 @@ def test_tenant_files_are_told_from_site_files_by_path(spark, layouts):
     assert {r["layout"] for r in ledger.select("layout").distinct().collect()} == {"date_first"}
     mixed = spark.table(tables(layouts["mixed"]).file_ledger)
     assert {r["layout"] for r in mixed.select("layout").distinct().collect()} == {
-        "auditlake", "date_first", "schema_first"}
+        "auditlake",
+        "date_first",
+        "schema_first",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -337,14 +349,18 @@ def _ledger(spark, cfg, name: str):
 
 def test_poison_files_are_quarantined_and_the_rest_lands(spark, poisoned):
     cfg, landing, folder, payload, results = poisoned
-    good_lines = sum(physical_lines(p) for p in landing.rglob("*.json*")
-                     if p.name not in ("part-plain.json.gz", "part-cut.json.gz"))
+    good_lines = sum(
+        physical_lines(p) for p in landing.rglob("*.json*") if p.name not in ("part-plain.json.gz", "part-cut.json.gz")
+    )
     assert sum(r.rows_landed for r in results) == good_lines > 0
     assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "part-plain.json.gz")] == [
-        ("quarantined", "not_gzip")]
+        ("quarantined", "not_gzip")
+    ]
     assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "part-cut.json.gz")] == [
-        ("quarantined", "truncated_gzip")]
+        ("quarantined", "truncated_gzip")
+    ]
     assert [(r["status"], r["reason"]) for r in _ledger(spark, cfg, "p.parquet")] == [("skipped", "entity_snapshot")]
+    assert "not a site's Parquet snapshot" in _ledger(spark, cfg, "p.parquet")[0]["detail"]
     site = next(r for r in results if r.family == "site")
     assert site.files_quarantined == 2 and any("part-cut.json.gz" in p for p in site.problems)
 

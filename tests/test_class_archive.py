@@ -27,6 +27,10 @@ def test_the_session_maps_the_archive_setup_recorded(spark, cfg):
     assert f"-XX:SharedArchiveFile={path}" in arguments
     # a JVM on the driver's own classpath maps it (a mismatch is a warning, and the JVM loads every class)
     classpath = jvm.java.lang.System.getProperty("java.class.path")
-    probe = subprocess.run([str(_java()), f"-XX:SharedArchiveFile={path}", "-Xshare:auto", "-cp", classpath,
-                            "-version"], capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [str(_java()), f"-XX:SharedArchiveFile={path}", "-Xshare:auto", "-cp", classpath, "-version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert probe.returncode == 0 and "Unable to use shared archive" not in probe.stderr + probe.stdout, probe.stderr

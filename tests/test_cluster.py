@@ -52,7 +52,11 @@ def test_refresh_on_a_standalone_cluster_gives_the_local_silver_tables(spark, go
     local_cfg = gold_lake[0]
     run = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "--env", "cluster", "refresh", "--layers", "bronze,silver"],
-        cwd=PROJECT, env=environ, capture_output=True, text=True, timeout=2400,
+        cwd=PROJECT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=2400,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "silver:" in run.stdout
@@ -84,8 +88,13 @@ def test_refresh_on_a_standalone_cluster_gives_the_local_silver_tables(spark, go
 
 
 def test_cluster_start_refuses_a_second_start_and_stop_ends_every_daemon(tmp_path):
-    environ = dict(os.environ, AUDITLAKE__PATHS__DATA_DIR=str(tmp_path), AUDITLAKE__CLUSTER__WORKERS="1",
-                   AUDITLAKE__CLUSTER__PORT=str(free_port()), AUDITLAKE__CLUSTER__WEBUI_PORT=str(free_port()))
+    environ = dict(
+        os.environ,
+        AUDITLAKE__PATHS__DATA_DIR=str(tmp_path),
+        AUDITLAKE__CLUSTER__WORKERS="1",
+        AUDITLAKE__CLUSTER__PORT=str(free_port()),
+        AUDITLAKE__CLUSTER__WEBUI_PORT=str(free_port()),
+    )
     cluster = Standalone.from_config(load_config("cluster", environ=environ))
     cluster.start(log=lambda _m: None)
     try:

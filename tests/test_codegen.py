@@ -12,8 +12,11 @@ from pipelines.spark_session import SMALL_INPUT, small_input_below
 
 
 def _cfg(cfg, **overrides):
-    environ = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(cfg.data_dir),
-               **{f"AUDITLAKE__SPARK__{k.upper()}": v for k, v in overrides.items()}}
+    environ = {
+        **os.environ,
+        "AUDITLAKE__PATHS__DATA_DIR": str(cfg.data_dir),
+        **{f"AUDITLAKE__SPARK__{k.upper()}": v for k, v in overrides.items()},
+    }
     return load_config("test", environ=environ)
 
 
@@ -56,6 +59,7 @@ def test_a_batch_is_judged_by_the_rows_its_bronze_commits_appended(spark, cfg, t
         spark.range(5).write.format("delta").mode("append").saveAsTable(table)  # 1
         spark.sql(f"DELETE FROM {table} WHERE id = 0")  # 2: rewrites, appends no row
         spark.range(3).write.format("delta").mode("append").saveAsTable(table)  # 3
+
         def count(after: int, upto: int) -> int:
             return bronze_row_count(spark, table, after, upto, appended_versions(spark, table, after, upto))
 

@@ -53,8 +53,11 @@ def test_missing_key_names_key(conf_copy):
 
 
 def test_unknown_key_from_environment_names_the_variable():
-    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTR: unknown config key "
-                                          r"'spark\.mastr'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable AUDITLAKE__SPARK__MASTR: unknown config key "
+        r"'spark\.mastr'",
+    ):
         load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__MASTR": "local[1]"})
 
 
@@ -62,8 +65,9 @@ def test_wrong_kind_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  shuffle_partitions: many\n")
     with pytest.raises(ConfigError) as caught:
         load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
-    assert str(caught.value) == (f"{conf_copy / 'test.yaml'}: config key 'spark.shuffle_partitions' must be int, "
-                                 "got 'many'")
+    assert str(caught.value) == (
+        f"{conf_copy / 'test.yaml'}: config key 'spark.shuffle_partitions' must be int, got 'many'"
+    )
     # a boolean is not a number, a number not a boolean; a mapping replaced by a value is named
     for name, raw, message in [
         ("AUDITLAKE__CLUSTER__WORKERS", "true", "'cluster.workers' must be int, got True"),
@@ -76,8 +80,11 @@ def test_wrong_kind_names_key_and_file(conf_copy):
 
 def test_unknown_enumeration_value_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("metastore:\n  kind: mysql\n")
-    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'metastore\.kind' "
-                                          r"must be one of derby, postgresql, got 'mysql'$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'metastore\.kind' "
+        r"must be one of derby, postgresql, got 'mysql'$",
+    ):
         load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     for name, raw, key in [
         ("AUDITLAKE__WRITEBACK__SOURCE", "odbc", "writeback.source"),
@@ -94,12 +101,18 @@ def test_unknown_enumeration_value_names_key_and_file(conf_copy):
 
 def test_bad_severity_fails_at_load_naming_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("quality:\n  severity:\n    luid_shape: fatal\n")
-    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key "
-                                          r"'quality\.severity\.luid_shape' must be one of critical, warning, "
-                                          r"got 'fatal'$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key "
+        r"'quality\.severity\.luid_shape' must be one of critical, warning, "
+        r"got 'fatal'$",
+    ):
         load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
-    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__QUALITY__DEFAULT_SEVERITY: config key "
-                                          r"'quality\.default_severity' must be one of critical, warning"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable AUDITLAKE__QUALITY__DEFAULT_SEVERITY: config key "
+        r"'quality\.default_severity' must be one of critical, warning",
+    ):
         load_config("test", environ={**KEYED, "AUDITLAKE__QUALITY__DEFAULT_SEVERITY": "Critical"})
     # an expectation key base.yaml does not list is an unknown key
     with pytest.raises(ConfigError, match=r"unknown config key 'quality\.severity\.luid_shap'"):
@@ -108,8 +121,11 @@ def test_bad_severity_fails_at_load_naming_key_and_file(conf_copy):
 
 def test_out_of_range_number_names_key_and_file(conf_copy):
     (conf_copy / "test.yaml").write_text("serve:\n  port: 70000\n")
-    with pytest.raises(ConfigError, match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'serve\.port' "
-                                          r"must be between 1 and 65535, got 70000$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(str(conf_copy / 'test.yaml'))}: config key 'serve\.port' "
+        r"must be between 1 and 65535, got 70000$",
+    ):
         load_config("test", conf_dir=conf_copy, environ=dict(KEYED))
     for name, raw, message in [
         ("AUDITLAKE__QUALITY__THRESHOLDS__MIN_PARSE_RATE", "1.5", "must be between 0 and 1, got 1.5"),
@@ -118,9 +134,12 @@ def test_out_of_range_number_names_key_and_file(conf_copy):
         ("AUDITLAKE__BRONZE__LISTING__LOOKBACK_DAYS", "-1", "must be at least 0, got -1"),
         ("AUDITLAKE__WRITEBACK__JDBC__PORT", "0", "must be between 1 and 65535, got 0"),
     ]:
-        key = name[len("AUDITLAKE__"):].lower().replace("__", ".")
-        with pytest.raises(ConfigError, match=rf"^environment variable {name}: config key '{re.escape(key)}' "
-                                              rf"{re.escape(message)}$"):
+        key = name[len("AUDITLAKE__") :].lower().replace("__", ".")
+        with pytest.raises(
+            ConfigError,
+            match=rf"^environment variable {name}: config key '{re.escape(key)}' "
+            rf"{re.escape(message)}$",
+        ):
             load_config("test", environ={**KEYED, name: raw})
 
 
@@ -128,17 +147,22 @@ def test_missing_secret_variable_names_key_and_files():
     with pytest.raises(ConfigError) as caught:
         load_config("pgmeta", environ=dict(KEYED))
     message = str(caught.value)
-    assert message.startswith(f"{CONF_DIR / 'base.yaml'}: config key 'metastore.postgresql.password_env' names "
-                              "environment variable AUDITLAKE_METASTORE_PASSWORD, which is not set")
+    assert message.startswith(
+        f"{CONF_DIR / 'base.yaml'}: config key 'metastore.postgresql.password_env' names "
+        "environment variable AUDITLAKE_METASTORE_PASSWORD, which is not set"
+    )
     assert f"metastore.kind postgresql ({CONF_DIR / 'pgmeta.yaml'})" in message and "\n" not in message
     pgmeta = load_config("pgmeta", environ={**KEYED, "AUDITLAKE_METASTORE_PASSWORD": ""})
     assert pgmeta.get("metastore.kind") == "postgresql"
     # the write-back jdbc source, chosen and pointed at another variable from the environment
     environ = {**KEYED, "AUDITLAKE__WRITEBACK__SOURCE": "jdbc", "AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV": "WB_SECRET"}
-    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV: config key "
-                                          r"'writeback\.jdbc\.password_env' names environment variable WB_SECRET, "
-                                          r"which is not set: writeback\.source jdbc \(environment variable "
-                                          r"AUDITLAKE__WRITEBACK__SOURCE\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable AUDITLAKE__WRITEBACK__JDBC__PASSWORD_ENV: config key "
+        r"'writeback\.jdbc\.password_env' names environment variable WB_SECRET, "
+        r"which is not set: writeback\.source jdbc \(environment variable "
+        r"AUDITLAKE__WRITEBACK__SOURCE\)",
+    ):
         load_config("test", environ=environ)
     cfg = load_config("test", environ={**environ, "WB_SECRET": "s3cret"})
     assert secret(cfg, "writeback.jdbc.password_env", {"WB_SECRET": "s3cret"}) == "s3cret"
@@ -149,10 +173,13 @@ def test_missing_secret_variable_names_key_and_files():
 
 def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
     on = {**KEYED, "AUDITLAKE__ALERTS__ON_REFRESH": "true"}
-    with pytest.raises(ConfigError, match=r"^[^\n]*base\.yaml: config key 'alerts\.webhook_url_env' names "
-                                          r"environment variable AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: "
-                                          r"alerts\.on_refresh true \(environment variable "
-                                          r"AUDITLAKE__ALERTS__ON_REFRESH\) needs the webhook URL there$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^[^\n]*base\.yaml: config key 'alerts\.webhook_url_env' names "
+        r"environment variable AUDITLAKE_ALERTS_WEBHOOK_URL, which is not set: "
+        r"alerts\.on_refresh true \(environment variable "
+        r"AUDITLAKE__ALERTS__ON_REFRESH\) needs the webhook URL there$",
+    ):
         load_config("test", environ=on)
     with pytest.raises(ConfigError, match=r"which does not hold an http:// or https:// URL") as caught:
         load_config("test", environ={**on, "AUDITLAKE_ALERTS_WEBHOOK_URL": "hooks.slack.com/services/T0/B0/s3cr3t"})
@@ -163,30 +190,45 @@ def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
     assert "s3cr3t" not in repr(cfg)
     # off: the variable is not asked for
     assert load_config("test", environ=dict(KEYED)).get("alerts.on_refresh") is False
-    with pytest.raises(ConfigError, match=r"config key 'alerts\.min_severity' must be one of low, medium, high, "
-                                          r"critical, got 'urgent'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"config key 'alerts\.min_severity' must be one of low, medium, high, "
+        r"critical, got 'urgent'",
+    ):
         load_config("test", environ={**KEYED, "AUDITLAKE__ALERTS__MIN_SEVERITY": "urgent"})
 
 
 def test_env_interpolation_is_not_a_secrets_mechanism(conf_copy):
     (conf_copy / "test.yaml").write_text("spark:\n  app_name: ${env:AUDITLAKE_TEST_NAME}\n")
-    with pytest.raises(ConfigError, match=r"test\.yaml: config key 'spark\.app_name' uses \$\{env:\.\.\.\}, which "
-                                          r"is not supported: .* a key ending in _env"):
+    with pytest.raises(
+        ConfigError,
+        match=r"test\.yaml: config key 'spark\.app_name' uses \$\{env:\.\.\.\}, which "
+        r"is not supported: .* a key ending in _env",
+    ):
         load_config("test", conf_dir=conf_copy, environ={**KEYED, "AUDITLAKE_TEST_NAME": "x"})
 
 
 def test_environment_value_that_is_not_yaml_names_the_variable():
-    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__MASTER: config key "
-                                          r"'spark\.master': not a valid YAML value: [^\n]*$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable AUDITLAKE__SPARK__MASTER: config key "
+        r"'spark\.master': not a valid YAML value: [^\n]*$",
+    ):
         load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__MASTER": "[local"})
 
 
 def test_extra_conf_takes_spark_settings_only():
     cfg = load_config("cluster", environ={**KEYED, "AUDITLAKE__SPARK__EXTRA_CONF__SPARK.EXECUTOR.MEMORY": "2g"})
-    assert cfg.get("spark.extra_conf") == {"spark.executor.memory": "2g", "spark.executor.cores": "1",
-                                           "spark.cores.max": "2"}
-    with pytest.raises(ConfigError, match=r"^environment variable AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR\.MEMORY: "
-                                          r"config key 'spark\.extra_conf\.executor\.memory' is not a Spark setting"):
+    assert cfg.get("spark.extra_conf") == {
+        "spark.executor.memory": "2g",
+        "spark.executor.cores": "1",
+        "spark.cores.max": "2",
+    }
+    with pytest.raises(
+        ConfigError,
+        match=r"^environment variable AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR\.MEMORY: "
+        r"config key 'spark\.extra_conf\.executor\.memory' is not a Spark setting",
+    ):
         load_config("test", environ={**KEYED, "AUDITLAKE__SPARK__EXTRA_CONF__EXECUTOR.MEMORY": "2g"})
 
 
@@ -209,12 +251,18 @@ def test_every_key_of_base_has_a_rule_and_every_rule_a_key():
         load_config(env, environ=dict(KEYED))  # the committed files pass
 
 
-def test_enumerations_match_the_code_that_uses_them():
-    from devtools.sample.activity_log.writer import LAYOUTS
-    from pipelines.config import GENERATE_LAYOUTS, WRITEBACK_SOURCES
-    from pipelines.writeback.source import SOURCE_KINDS
+def test_every_layout_the_config_accepts_is_written_and_read_back_as_that_layout():
+    """generate.layout's choices: the writer makes each one's folders and bronze's classify reads them back."""
+    from devtools.sample.activity_log.writer import hour_folder, layout_dir
+    from pipelines.activity_log.bronze.layout import classify
+    from pipelines.config import GENERATE_LAYOUTS
 
-    assert GENERATE_LAYOUTS == LAYOUTS and WRITEBACK_SOURCES == SOURCE_KINDS
+    luid = "0b5d3e4a-1c2f-4a6b-9d8e-7f6a5b4c3d2e"
+    for layout in GENERATE_LAYOUTS:
+        for family, event_type in (("site", "login"), ("tenant", "tenant_settings_changed")):
+            info = classify(f"{layout_dir(layout, family, luid, hour_folder(490_000), event_type)}/part-0.json")
+            assert (info.layout, info.event_type, info.skip) == (layout, event_type, None), (layout, family, info)
+            assert info.family in (family, None) and info.path_date is not None
 
 
 def _refresh_with(environ_name: str, raw: str, tmp_path, monkeypatch, capsys):
@@ -234,8 +282,10 @@ def _refresh_with(environ_name: str, raw: str, tmp_path, monkeypatch, capsys):
 def test_cli_exits_2_on_a_bad_value_before_spark_starts(tmp_path, monkeypatch, capsys):
     code, seconds, out = _refresh_with("AUDITLAKE__METASTORE__KIND", "mysql", tmp_path, monkeypatch, capsys)
     assert code == 2 and seconds < 5
-    assert out.err == ("auditlake: configuration error: environment variable AUDITLAKE__METASTORE__KIND: config key "
-                       "'metastore.kind' must be one of derby, postgresql, got 'mysql'\n")
+    assert out.err == (
+        "auditlake: configuration error: environment variable AUDITLAKE__METASTORE__KIND: config key "
+        "'metastore.kind' must be one of derby, postgresql, got 'mysql'\n"
+    )
     assert not (tmp_path / "lake").exists()  # no lock, no metastore, no log: nothing ran
     monkeypatch.delenv("AUDITLAKE__METASTORE__KIND")
     code, _, out = _refresh_with("AUDITLAKE__QUALITY__SEVERITY__LUID_SHAPE", "fatal", tmp_path, monkeypatch, capsys)
@@ -244,11 +294,20 @@ def test_cli_exits_2_on_a_bad_value_before_spark_starts(tmp_path, monkeypatch, c
 
 @pytest.mark.subprocess
 def test_cli_process_exits_2_on_a_bad_value_in_seconds(tmp_path):
-    environ = {**os.environ, "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"),
-               "AUDITLAKE__METASTORE__KIND": "mysql"}
+    environ = {
+        **os.environ,
+        "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"),
+        "AUDITLAKE__METASTORE__KIND": "mysql",
+    }
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "--env", "test", "refresh"], env=environ,
-                          capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "--env", "test", "refresh"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=PROJECT_ROOT,
+    )
     assert proc.returncode == 2 and time.monotonic() - started < 10
     assert proc.stderr.splitlines() == [
         "auditlake: configuration error: environment variable AUDITLAKE__METASTORE__KIND: config key "
@@ -258,12 +317,16 @@ def test_cli_process_exits_2_on_a_bad_value_in_seconds(tmp_path):
 
 
 def test_storage_locations_take_uris_paths_or_default_under_data_dir():
-    cfg = load_config("cluster", environ={**KEYED,
-        "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
-        "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",
-        "AUDITLAKE__PATHS__CHECKPOINT_DIR": "relative/checkpoints",
-        "AUDITLAKE__S3__CREDENTIALS": "provider_chain",  # keys would need AWS_ACCESS_KEY_ID etc. set
-    })
+    cfg = load_config(
+        "cluster",
+        environ={
+            **KEYED,
+            "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake",
+            "AUDITLAKE__PATHS__WAREHOUSE_DIR": "s3a://audit-lake/warehouse",
+            "AUDITLAKE__PATHS__CHECKPOINT_DIR": "relative/checkpoints",
+            "AUDITLAKE__S3__CREDENTIALS": "provider_chain",  # keys would need AWS_ACCESS_KEY_ID etc. set
+        },
+    )
     assert cfg.warehouse_dir == "s3a://audit-lake/warehouse"  # a URI is used as written
     assert cfg.checkpoint_dir == str(PROJECT_ROOT / "relative" / "checkpoints")  # a path is made absolute
     assert cfg.get("spark.master").startswith("spark://")
@@ -280,9 +343,12 @@ def test_storage_uri_recognition():
 
 
 def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_long():
-    with pytest.raises(ConfigError, match=r"^[^\n]*base\.yaml: config key 'analyst\.pseudonym_key_env' names "
-                                          r"environment variable AUDITLAKE_PSEUDONYM_KEY, which is not set: "
-                                          r"analyst\.enabled true \([^)]*base\.yaml\) needs the pseudonym key there$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^[^\n]*base\.yaml: config key 'analyst\.pseudonym_key_env' names "
+        r"environment variable AUDITLAKE_PSEUDONYM_KEY, which is not set: "
+        r"analyst\.enabled true \([^)]*base\.yaml\) needs the pseudonym key there$",
+    ):
         load_config("test", environ={})
     with pytest.raises(ConfigError, match="fewer than 32 characters: make one with `openssl rand -hex 32`") as caught:
         load_config("test", environ={"AUDITLAKE_PSEUDONYM_KEY": "short-key"})
@@ -293,9 +359,12 @@ def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_l
 
 def test_publish_on_refresh_needs_a_server_and_the_token_variables_at_load():
     on = {**KEYED, "AUDITLAKE__TABLEAU__PUBLISH_ON_REFRESH": "true"}
-    with pytest.raises(ConfigError, match=r"config key 'tableau\.token_name_env' names environment variable "
-                                          r"AUDITLAKE_TABLEAU_TOKEN_NAME, which is not set: "
-                                          r"tableau\.publish_on_refresh"):
+    with pytest.raises(
+        ConfigError,
+        match=r"config key 'tableau\.token_name_env' names environment variable "
+        r"AUDITLAKE_TABLEAU_TOKEN_NAME, which is not set: "
+        r"tableau\.publish_on_refresh",
+    ):
         load_config("test", environ=on)
     tokens = {"AUDITLAKE_TABLEAU_TOKEN_NAME": "auditlake", "AUDITLAKE_TABLEAU_TOKEN": "s3cr3t"}
     with pytest.raises(ConfigError, match=r"config key 'tableau\.server_url' is empty: tableau\.publish_on_refresh"):

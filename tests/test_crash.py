@@ -83,8 +83,9 @@ def _run(environ: dict, *commands: str, kill_at=None, kill_when=None) -> tuple[i
     ``kill_at`` (a test on a stdout line, then a delay) or as soon as ``kill_when()`` turns true (polled)."""
     argv = [["--env", "test", *c.split()] for c in commands]
     code = f"import sys; from pipelines.cli import main; sys.exit(next((rc for a in {argv!r} if (rc := main(a))), 0))"
-    proc = subprocess.Popen([sys.executable, "-c", code], env=environ, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     lines: list[str] = []
     killed = threading.Event()
 
@@ -130,8 +131,10 @@ def _delta_tables(folder: Path) -> list[str]:
 
 def _warehouse_tables(warehouse: Path) -> dict[str, Path]:
     """'<schema>.<table>' -> its folder, for every Delta table of a warehouse."""
-    return {f"{p.parent.parent.name.removesuffix('.db')}.{p.parent.name}": p.parent
-            for p in sorted(warehouse.glob("*.db/*/_delta_log"))}
+    return {
+        f"{p.parent.parent.name.removesuffix('.db')}.{p.parent.name}": p.parent
+        for p in sorted(warehouse.glob("*.db/*/_delta_log"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -145,16 +148,22 @@ def lakes(spark, lake_dir, tmp_path_factory):
     # Write-Back knows users by name: the person made the bundled sample's changes
     export = root / "historical_audit.ndjson"
     lines = BUNDLED_EXPORT.read_text(encoding="utf-8").splitlines()
-    export.write_text("\n".join(ln.replace('"maria.costa"', json.dumps(person)) for ln in lines) + "\n",
-                      encoding="utf-8")
+    export.write_text(
+        "\n".join(ln.replace('"maria.costa"', json.dumps(person)) for ln in lines) + "\n", encoding="utf-8"
+    )
     environ = variant_environ(lake_dir, REFERENCE)
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     environ.update(NO_ANALYST_COPIES)
     reference = load_config("test", environ=environ)
     run_refresh(spark, reference, LAYERS.split(","), source, log=lambda _m: None)
     crashed = root / "crashed"
-    return {"source": source, "person": person, "reference": reference, "dir": crashed,
-            "environ": _environ(crashed, export)}
+    return {
+        "source": source,
+        "person": person,
+        "reference": reference,
+        "dir": crashed,
+        "environ": _environ(crashed, export),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -164,8 +173,11 @@ def refreshed(spark, lakes):
     marts = mart_tables(spark, reference.get("gold.schema"))
     gold_dir = crashed / "warehouse" / "gold.db"
     refresh = REFRESH.format(source=lakes["source"])
-    for where, kill in (("bronze", {"kill_at": BRONZE_KILL}), ("silver", {"kill_at": SILVER_KILL}),
-                        ("gold", {"kill_when": lambda: len(_delta_tables(gold_dir)) >= len(marts) // 2})):
+    for where, kill in (
+        ("bronze", {"kill_at": BRONZE_KILL}),
+        ("silver", {"kill_at": SILVER_KILL}),
+        ("gold", {"kill_when": lambda: len(_delta_tables(gold_dir)) >= len(marts) // 2}),
+    ):
         code, out = _run(lakes["environ"], refresh, **kill)
         assert code == -signal.SIGKILL, f"killed in {where}: {out[-3000:]}"
     written = _delta_tables(gold_dir)
@@ -202,8 +214,10 @@ def test_a_refresh_killed_in_each_layer_reruns_to_the_tables_of_an_uninterrupted
         assert counts[1] == counts[0], name
     assert ref("silver", "quarantine").count() > 0, "the delivery's dirty records were quarantined"
     # the file ledger: every file once, with the same verdict and row count
-    ledgers = [t.select("path", "status", "reason", "rows") for t in (ref("bronze", "file_ledger"),
-                                                                      table("bronze", "file_ledger"))]
+    ledgers = [
+        t.select("path", "status", "reason", "rows")
+        for t in (ref("bronze", "file_ledger"), table("bronze", "file_ledger"))
+    ]
     assert ledgers[1].count() == ledgers[0].count() > 0
     assert row_differences(ledgers[0], ledgers[1]) == 0
     # the marts
@@ -227,11 +241,14 @@ def _crashed_name(reference_name: str) -> str:
 
 
 def test_an_erasure_killed_in_gold_and_in_the_vacuum_reruns_to_the_tables_of_an_uninterrupted_one(
-        spark, lakes, refreshed):
+    spark, lakes, refreshed
+):
     reference, crashed, user = lakes["reference"], lakes["dir"], lakes["person"]
     warehouse, pending = crashed / "warehouse", crashed / "checkpoints" / PENDING_DIR
-    before = {name: table_version(spark, f"delta.`{path}`")  # the versions in clear
-              for name, path in _warehouse_tables(warehouse).items()}
+    before = {
+        name: table_version(spark, f"delta.`{path}`")  # the versions in clear
+        for name, path in _warehouse_tables(warehouse).items()
+    }
     keys = sorted(resolve_person(spark, reference, user).keys)
     expected = erase_person(spark, reference, user, SALT, requested_by="ref", log=lambda _m: None)
 
@@ -265,16 +282,20 @@ def test_an_erasure_killed_in_gold_and_in_the_vacuum_reruns_to_the_tables_of_an_
         assert differences == 0, f"{name} differs from the uninterrupted erasure's"
 
     # no clear value: in any table, in the versions before the erasure, in GX's files
-    holding = {name: n for name, path in folders.items()
-               if (n := _holding(spark.read.format("delta").load(str(path)), keys).count())}
+    holding = {
+        name: n
+        for name, path in folders.items()
+        if (n := _holding(spark.read.format("delta").load(str(path)), keys).count())
+    }
     assert holding == {}
     for name in record["rows_by_table"]:
         try:
             old = spark.read.format("delta").option("versionAsOf", before[name]).load(str(folders[name]))
             held = _holding(old, keys).count()
         except Exception as exc:  # the files of that version are gone
-            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
-                exc), exc
+            assert (
+                "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(exc)
+            ), exc
         else:
             assert held == 0, f"{name} at version {before[name]} still holds the person"
         assert not list(folders[name].glob("_change_data/*")), f"{name}: change data (pre-images) left"

@@ -55,7 +55,7 @@ def section(text: str, heading: str) -> str:
     starts = [i for i, line in enumerate(lines) if line.strip() == f"## {heading}"]
     assert len(starts) == 1, f"expected one '## {heading}' heading, found {len(starts)}"
     body = []
-    for line in lines[starts[0] + 1:]:
+    for line in lines[starts[0] + 1 :]:
         if line.startswith("## "):
             break
         body.append(line)
@@ -138,8 +138,11 @@ def command_leaves(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
 
 
 def _positional_choices(parser: argparse.ArgumentParser) -> list[set[str]]:
-    return [set(a.choices) for a in parser._actions if not a.option_strings and a.choices
-            and not isinstance(a, argparse._SubParsersAction)]
+    return [
+        set(a.choices)
+        for a in parser._actions
+        if not a.option_strings and a.choices and not isinstance(a, argparse._SubParsersAction)
+    ]
 
 
 def readme_commands(text: str, parser: argparse.ArgumentParser) -> dict[tuple[str, ...], list[list[str]]]:

@@ -30,10 +30,19 @@ def _hour(i: int) -> datetime:
     return H0 + timedelta(hours=i)
 
 
-def write_snapshot(landing, hour: datetime, entity: str, rows: list[dict], name: str = "part-00000.parquet",
-                   site: str = SITE):
-    folder = (landing / "pod=p1" / f"siteLuid={site}" / f"y={hour:%Y}" / f"m={hour:%m}" / f"d={hour:%d}"
-              / f"h={hour:%H}" / f"entityType={entity}")
+def write_snapshot(
+    landing, hour: datetime, entity: str, rows: list[dict], name: str = "part-00000.parquet", site: str = SITE
+):
+    folder = (
+        landing
+        / "pod=p1"
+        / f"siteLuid={site}"
+        / f"y={hour:%Y}"
+        / f"m={hour:%m}"
+        / f"d={hour:%d}"
+        / f"h={hour:%H}"
+        / f"entityType={entity}"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / name)
     return folder / name
@@ -49,8 +58,11 @@ USERS = {
     0: [user(U1, "Viewer"), user(U2, "Explorer")],
     1: [user(U1, "Viewer"), user(U2, "Explorer"), user(U3, "Viewer")],
     2: [user(U1, "Creator"), user(U3, "Viewer")],
-    3: [user(U1, "Creator", locale=None), user(U2.upper(), "Explorer", locale="fr-FR"),
-        user(U3, "Viewer", locale=None)],
+    3: [
+        user(U1, "Creator", locale=None),
+        user(U2.upper(), "Explorer", locale="fr-FR"),
+        user(U3, "Viewer", locale=None),
+    ],
 }
 
 
@@ -61,8 +73,17 @@ def snapshot_lake(spark, lake_dir):
     for i in (0, 1):
         write_snapshot(landing, _hour(i), "users", USERS[i])
     write_snapshot(landing, _hour(0), "group_members", [{"group_luid": "g1", "user_luid": U1}])
-    (landing / "pod=p1" / f"siteLuid={SITE}" / "y=2026" / "m=06" / "d=01" / "h=01" / "entityType=users"
-     / "part-00001.parquet").write_bytes(b"PAR1 cut short")
+    (
+        landing
+        / "pod=p1"
+        / f"siteLuid={SITE}"
+        / "y=2026"
+        / "m=06"
+        / "d=01"
+        / "h=01"
+        / "entityType=users"
+        / "part-00001.parquet"
+    ).write_bytes(b"PAR1 cut short")
     first = _run(spark, cfg)
     for i in (2, 3):
         write_snapshot(landing, _hour(i), "users", USERS[i])
@@ -83,8 +104,10 @@ def _history(spark, cfg, entity="users"):
 def test_every_file_lands_once_and_a_damaged_one_is_quarantined(spark, snapshot_lake):
     cfg, _, first, second = snapshot_lake
     t = tables(cfg)
-    ledger = {"/".join(r["path"].rsplit("/", 3)[-3:]): (r["status"], r["reason"], r["rows"])
-              for r in spark.table(t.file_ledger).where(F.col("entity_type").isNotNull()).collect()}
+    ledger = {
+        "/".join(r["path"].rsplit("/", 3)[-3:]): (r["status"], r["reason"], r["rows"])
+        for r in spark.table(t.file_ledger).where(F.col("entity_type").isNotNull()).collect()
+    }
     assert ledger["h=01/entityType=users/part-00001.parquet"][:2] == ("quarantined", "not_parquet")
     assert ledger["h=00/entityType=users/part-00000.parquet"] == ("landed", None, 2)
     assert ledger["h=00/entityType=group_members/part-00000.parquet"] == ("landed", None, 1)
@@ -98,11 +121,21 @@ def test_every_file_lands_once_and_a_damaged_one_is_quarantined(spark, snapshot_
 
 def test_one_version_per_change(spark, snapshot_lake):
     cfg = snapshot_lake[0]
-    versions = {(r["entity_key"], r["valid_from"].hour, r["valid_to"].hour if r["valid_to"] else None, r["site_role"],
-                 r["locale"]) for r in _history(spark, cfg).collect()}
+    versions = {
+        (
+            r["entity_key"],
+            r["valid_from"].hour,
+            r["valid_to"].hour if r["valid_to"] else None,
+            r["site_role"],
+            r["locale"],
+        )
+        for r in _history(spark, cfg).collect()
+    }
     assert versions == {
-        (U1, 0, 2, "Viewer", None), (U1, 2, None, "Creator", None),  # a new column still empty: no version
-        (U2, 0, 2, "Explorer", None), (U2, 3, None, "Explorer", "fr-FR"),  # gone at 2, back (upper case) at 3
+        (U1, 0, 2, "Viewer", None),
+        (U1, 2, None, "Creator", None),  # a new column still empty: no version
+        (U2, 0, 2, "Explorer", None),
+        (U2, 3, None, "Explorer", "fr-FR"),  # gone at 2, back (upper case) at 3
         (U3, 1, None, "Viewer", None),
     }
     assert _history(spark, cfg).where("is_current <> (valid_to IS NULL)").count() == 0
@@ -113,8 +146,12 @@ def test_the_history_answers_as_of_every_hour_exactly(spark, snapshot_lake):
     history = _history(spark, cfg)
     for i, rows in USERS.items():
         at = F.lit(_hour(i)).cast("timestamp")
-        got = {(r["entity_key"], r["site_role"]) for r in history.where(
-            (F.col("valid_from") <= at) & (F.col("valid_to").isNull() | (F.col("valid_to") > at))).collect()}
+        got = {
+            (r["entity_key"], r["site_role"])
+            for r in history.where(
+                (F.col("valid_from") <= at) & (F.col("valid_to").isNull() | (F.col("valid_to") > at))
+            ).collect()
+        }
         assert got == {(u["luid"].lower(), u["site_role"]) for u in rows}, i
 
 
@@ -136,8 +173,10 @@ def test_an_interrupted_apply_is_finished_once(spark, snapshot_lake):
     cfg, landing, _, _ = snapshot_lake
     t = tables(cfg)
     before = _history(spark, cfg).count()
-    spark.sql(f"UPDATE {t.snapshot_hours} SET status = '{PENDING}' WHERE entity_type = 'users' "
-              f"AND snapshot_hour = '{_hour(3):%Y-%m-%d %H}:00:00'")
+    spark.sql(
+        f"UPDATE {t.snapshot_hours} SET status = '{PENDING}' WHERE entity_type = 'users' "
+        f"AND snapshot_hour = '{_hour(3):%Y-%m-%d %H}:00:00'"
+    )
     Path(cfg.checkpoint_dir, "snapshots_users.bronze_version").unlink()  # a killed run never wrote it
     _run(spark, cfg)
     assert _history(spark, cfg).count() == before
@@ -145,9 +184,10 @@ def test_an_interrupted_apply_is_finished_once(spark, snapshot_lake):
     write_snapshot(landing, _hour(4), "users", [user(U1, "Creator")])
     run_id = new_run_id()
     bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
-    spark.createDataFrame([("users", SITE, _hour(4), 1, PENDING, "killed-run", datetime.now(), datetime.now())],
-                          spark.table(t.snapshot_hours).schema).write.format("delta").mode("append") \
-        .saveAsTable(t.snapshot_hours)
+    spark.createDataFrame(
+        [("users", SITE, _hour(4), 1, PENDING, "killed-run", datetime.now(), datetime.now())],
+        spark.table(t.snapshot_hours).schema,
+    ).write.format("delta").mode("append").saveAsTable(t.snapshot_hours)
     promote_snapshots(spark, cfg, new_run_id(), log=lambda _m: None)
     current = {r["entity_key"] for r in _history(spark, cfg).where("is_current").collect()}
     assert current == {U1}  # u2 and u3 are gone from the snapshot at 4
@@ -156,8 +196,9 @@ def test_an_interrupted_apply_is_finished_once(spark, snapshot_lake):
 def test_reconcile_covers_the_snapshot_files_and_rows(spark, snapshot_lake):
     cfg = snapshot_lake[0]
     files = reconcile_files(spark, cfg)
-    assert files.balanced and any(status == "quarantined" and reason == "not_parquet"
-                                  for status, reason, _, _ in files.verdicts)
+    assert files.balanced and any(
+        status == "quarantined" and reason == "not_parquet" for status, reason, _, _ in files.verdicts
+    )
     by_type = {r.entity_type: r for r in reconcile_snapshots(spark, cfg)}
     assert set(by_type) == {"users", "group_members"} and all(r.balanced for r in by_type.values())
     users = by_type["users"]
@@ -165,6 +206,7 @@ def test_reconcile_covers_the_snapshot_files_and_rows(spark, snapshot_lake):
 
 
 # ---------------------------------------------------------------- the generator's hourly snapshots
+
 
 def _content(row: dict, columns: list[str]) -> str:
     """A row's delivered values (times as naive UTC: Parquet gives them with a zone, Spark without)."""
@@ -179,8 +221,9 @@ def test_generated_hourly_snapshots_give_one_version_per_change_and_exact_as_of(
 
     cfg = load_config("test", environ=variant_environ(lake_dir, "generated_snapshots"))
     landing = cfg.path("paths.landing_dir")
-    summary = generate_activity_log(landing, 600, seed=23, days=1, snapshots=True, snapshot_every=2,
-                                    layout="date_first")
+    summary = generate_activity_log(
+        landing, 600, seed=23, days=1, snapshots=True, snapshot_every=2, layout="date_first"
+    )
     assert summary["snapshots"]["hours"] == 13
     promotions = {p.entity_type: p for p in _run(spark, cfg)}
     assert set(promotions) == set(ENTITY_TYPES)
@@ -192,16 +235,35 @@ def test_generated_hourly_snapshots_give_one_version_per_change_and_exact_as_of(
             hour = datetime(int(parts["y"]), int(parts["m"]), int(parts["d"]), int(parts["h"]))
             rows = pq.read_table(path).to_pylist()
             columns = sorted(rows[0]) if rows else []
-            files[(parts["siteLuid"], hour)] = {"|".join(str(r[k]) for k in keys).lower(): _content(r, columns)
-                                                for r in rows}
+            files[(parts["siteLuid"], hour)] = {
+                "|".join(str(r[k]) for k in keys).lower(): _content(r, columns) for r in rows
+            }
         history = [r.asDict() for r in _history(spark, cfg, entity).collect()]
-        payload = [c for c in _history(spark, cfg, entity).columns if c not in (
-            "site_luid", "entity_key", "valid_from", "valid_to", "is_current", "row_hash", "source_file",
-            "silver_run_id", "silver_ingest_ts")]
+        payload = [
+            c
+            for c in _history(spark, cfg, entity).columns
+            if c
+            not in (
+                "site_luid",
+                "entity_key",
+                "valid_from",
+                "valid_to",
+                "is_current",
+                "row_hash",
+                "source_file",
+                "silver_run_id",
+                "silver_ingest_ts",
+            )
+        ]
         # as of every snapshot hour, the history gives that snapshot exactly
         for (site, hour), expected in files.items():
-            got = {r["entity_key"]: _content(r, payload) for r in history if r["site_luid"] == site
-                   and r["valid_from"] <= hour and (r["valid_to"] is None or r["valid_to"] > hour)}
+            got = {
+                r["entity_key"]: _content(r, payload)
+                for r in history
+                if r["site_luid"] == site
+                and r["valid_from"] <= hour
+                and (r["valid_to"] is None or r["valid_to"] > hour)
+            }
             assert got == expected, (entity, site, hour)
         # one version per change: count the changes in the files themselves
         changes = 0

@@ -65,8 +65,11 @@ def _rows_holding(spark, table: str | DataFrame, values: list[str], version: int
 
 
 def _counts(spark, cfg) -> dict[str, int]:
-    return {name: spark.table(name).count() for name in _lake_tables(spark, cfg)
-            if name not in (tables(cfg).refresh_runs, tables(cfg).dq_results)}
+    return {
+        name: spark.table(name).count()
+        for name in _lake_tables(spark, cfg)
+        if name not in (tables(cfg).refresh_runs, tables(cfg).dq_results)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +100,16 @@ def test_erase_rejects_what_is_not_an_identifier(spark, cfg):
 def test_no_table_holds_the_person_after_erase(spark, erased):
     cfg, values, _before, report = erased
     t = tables(cfg)
-    for table in (t.bronze_raw("site"), t.bronze_raw("tenant"), t.writeback_raw, t.silver_events("site"),
-                  t.silver_events("tenant"), t.writeback_audit, t.bronze_entity("users"), t.entity_history("users")):
+    for table in (
+        t.bronze_raw("site"),
+        t.bronze_raw("tenant"),
+        t.writeback_raw,
+        t.silver_events("site"),
+        t.silver_events("tenant"),
+        t.writeback_audit,
+        t.bronze_entity("users"),
+        t.entity_history("users"),
+    ):
         assert report.rows_by_table.get(table, 0) > 0, table
     assert any(name.startswith(t.gold_schema + ".") for name in report.rows_by_table)
     # dbt's incremental intermediate tables (gold's staging schema) hold the person's LUID too
@@ -109,8 +120,13 @@ def test_no_table_holds_the_person_after_erase(spark, erased):
     assert _rows_holding(spark, t.silver_events("site"), [TOKEN_PREFIX]) > 0
     raw = spark.table(t.bronze_raw("tenant")).where(F.col("raw_line").contains(TOKEN_PREFIX))
     assert raw.where(F.col("parse_status") == "ok").count() > 0
-    assert raw.where(F.get_json_object("raw_line", "$.eventType").isNull()
-                     & F.get_json_object("raw_line", "$.event_type").isNull()).count() == 0
+    assert (
+        raw.where(
+            F.get_json_object("raw_line", "$.eventType").isNull()
+            & F.get_json_object("raw_line", "$.event_type").isNull()
+        ).count()
+        == 0
+    )
 
 
 def test_older_versions_are_not_readable(spark, erased):
@@ -119,8 +135,9 @@ def test_older_versions_are_not_readable(spark, erased):
         try:
             held = _rows_holding(spark, table, values, version=before[table])
         except Exception as exc:  # the files of that version are gone
-            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
-                exc), exc
+            assert (
+                "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(exc)
+            ), exc
         else:
             assert held == 0, table
 
@@ -129,17 +146,26 @@ def test_no_change_feed_holds_a_value_from_before_the_erasure(spark, erased):
     """Bronze's tables and the marts keep Delta's change data feed: the erasure's update pre-images
     (``_change_data/``) went with the vacuum."""
     cfg, values, before, report = erased
-    feeds = [table for table in report.tables_vacuumed
-             if spark.sql(f"SHOW TBLPROPERTIES {table} ('delta.enableChangeDataFeed')").first()["value"] == "true"]
+    feeds = [
+        table
+        for table in report.tables_vacuumed
+        if spark.sql(f"SHOW TBLPROPERTIES {table} ('delta.enableChangeDataFeed')").first()["value"] == "true"
+    ]
     assert tables(cfg).bronze_raw("site") in feeds and any(t.startswith(tables(cfg).gold_schema + ".") for t in feeds)
     for table in feeds:
-        changes = (spark.read.format("delta").option("readChangeFeed", "true")
-                   .option("startingVersion", before[table] + 1).table(table).drop("_change_type"))
+        changes = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", before[table] + 1)
+            .table(table)
+            .drop("_change_type")
+        )
         try:
             held = _rows_holding(spark, changes, values)
         except Exception as exc:  # the change files of the erasure's commit are gone
-            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
-                exc), exc
+            assert (
+                "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(exc)
+            ), exc
         else:
             assert held == 0, table
 
@@ -163,9 +189,19 @@ def test_the_erasure_is_recorded_without_the_values(spark, erased):
 def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path):
     environ = variant_environ(tmp_path, "erase_state")
     cfg = load_config("test", environ=environ)
-    pending = PendingErasure("erase-x", "2026-06-01T00:00:00+00:00", "dpo", "email", ["a@example.com"], ["A"],
-                             {"a@example.com": "erased:1", "A": "erased:2"}, ["bronze.t", "silver.t"], {},
-                             True, 0)
+    pending = PendingErasure(
+        "erase-x",
+        "2026-06-01T00:00:00+00:00",
+        "dpo",
+        "email",
+        ["a@example.com"],
+        ["A"],
+        {"a@example.com": "erased:1", "A": "erased:2"},
+        ["bronze.t", "silver.t"],
+        {},
+        True,
+        0,
+    )
     _save_pending(spark, cfg, pending)
     pending.rows_by_table["bronze.t"] = 3
     _save_pending(spark, cfg, pending)
@@ -210,7 +246,8 @@ def test_the_analysts_copies_of_the_marts_hold_no_clear_value_after_erase(spark,
             old_text = F.lower(F.to_json(F.struct(*[F.col(f"`{c}`") for c in old.columns])))
             held = old.where(reduce(lambda a, b: a | b, [old_text.contains(v.lower()) for v in values])).count()
         except Exception as exc:
-            assert "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(
-                exc), exc
+            assert (
+                "not found" in str(exc).lower() or "does not exist" in str(exc).lower() or "FileNotFound" in str(exc)
+            ), exc
         else:
             assert held == 0, name

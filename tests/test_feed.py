@@ -59,9 +59,16 @@ def test_every_silver_row_and_file_is_counted_by_site_and_delivery_hour(spark, f
     feed = spark.table(t.feed_completeness)
     for family in FAMILIES:
         silver = spark.table(t.silver_events(family))
-        figures = feed.where(F.col("family") == family).agg(
-            F.sum("records").alias("records"), F.sum("files").alias("files"),
-            F.sum("lag_records").alias("lag_records"), F.min("lag_seconds_max").alias("min_lag")).first()
+        figures = (
+            feed.where(F.col("family") == family)
+            .agg(
+                F.sum("records").alias("records"),
+                F.sum("files").alias("files"),
+                F.sum("lag_records").alias("lag_records"),
+                F.min("lag_seconds_max").alias("min_lag"),
+            )
+            .first()
+        )
         assert figures["records"] == silver.count() > 0, family
         assert figures["files"] == silver.select("source_file").distinct().count(), family
         # no eventProcessedTime in these records: the lag is the landing time minus eventTime

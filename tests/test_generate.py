@@ -162,12 +162,7 @@ def test_summary_matches_what_was_written(clean):
     assert s["lines"] == sum(_physical_lines(raw) for raw in clean.files.values())
     assert s["records"] == len(clean.records) == s["lines"]  # clean: one record per line
     assert s["records"] == EVENTS  # large enough for an exact count
-    assert (
-        sum(s["by_family"].values())
-        == sum(s["by_shape"].values())
-        == sum(s["by_edition"].values())
-        == s["records"]
-    )
+    assert sum(s["by_family"].values()) == sum(s["by_shape"].values()) == sum(s["by_edition"].values()) == s["records"]
     fam = Counter(rel.split("/")[0] for rel, _, _ in clean.records)
     assert dict(fam) == s["by_family"]
     shapes = Counter("envelope" if "event" in r else "flat" for _, r, _ in clean.records)
@@ -257,9 +252,7 @@ def test_each_type_has_a_record_with_every_documented_attribute(clean):
         ok = [
             a
             for a in by_type[(spec.family, spec.event_type)]
-            if all(
-                n in a and a[n] is not None and (n == "eventType" or _typed_ok(a[n], t)) for n, t in wanted
-            )
+            if all(n in a and a[n] is not None and (n == "eventType" or _typed_ok(a[n], t)) for n, t in wanted)
         ]
         assert ok, f"{spec.family}/{spec.event_type}: no record with all {len(wanted)} attributes"
 
@@ -327,9 +320,7 @@ def test_entities_are_coherent(clean):
     assert n > 100
     roles = {_attrs(r)["siteRoleId"] for _, r, _ in clean.records if "siteRoleId" in _attrs(r)}
     assert roles <= {0, 1, 2, 3, 7, 8, 9, 10, 11} and len(roles) >= 6
-    assert 10 in {
-        _attrs(r)["systemAdminLevel"] for _, r, _ in clean.records if "systemAdminLevel" in _attrs(r)
-    }
+    assert 10 in {_attrs(r)["systemAdminLevel"] for _, r, _ in clean.records if "systemAdminLevel" in _attrs(r)}
 
 
 def test_sign_in_sessions(clean):
@@ -374,8 +365,7 @@ def test_background_jobs_move_through_states(clean):
     assert full >= 20 and final_states["Success"] > 0 and final_states["Failed"] > 0
     failures = [
         a
-        for _, r in clean.of_type("hist_refresh_datasource_extract")
-        + clean.of_type("hist_refresh_workbook_extracts")
+        for _, r in clean.of_type("hist_refresh_datasource_extract") + clean.of_type("hist_refresh_workbook_extracts")
         for a in [_attrs(r)]
         if a.get("isFailure") is True
     ]
@@ -386,19 +376,14 @@ def test_admin_stories(clean):
     assert len(clean.of_type("set_permissions")) >= 2
     assert clean.of_type("create_permissions") and clean.of_type("update_permissions")
     # ownership: content_owner_change and the hist_ event agree on the new owner
-    changes = {
-        (_attrs(r)["contentLuid"], _attrs(r)["newOwnerLuid"])
-        for _, r in clean.of_type("content_owner_change")
-    }
+    changes = {(_attrs(r)["contentLuid"], _attrs(r)["newOwnerLuid"]) for _, r in clean.of_type("content_owner_change")}
     hist = set()
     for kind in ("workbook", "datasource", "flow", "project"):
         for _, r in clean.of_type(f"hist_change_{kind}_ownership"):
             a = _attrs(r)
             hist.add((a.get(f"{kind}Luid") or a.get("projectLuid"), a["newOwnerLuid"]))
     assert changes & hist
-    groups = {
-        (_attrs(r)["groupLuid"], _attrs(r)["userLuid"]) for _, r in clean.of_type("add_delete_user_to_group")
-    }
+    groups = {(_attrs(r)["groupLuid"], _attrs(r)["userLuid"]) for _, r in clean.of_type("add_delete_user_to_group")}
     member = {
         (_attrs(r)["groupLuid"], _attrs(r)["userLuid"])
         for et in ("hist_add_user_to_group", "hist_delete_user_from_group")
@@ -426,9 +411,7 @@ def test_tenant_stories(clean):
     for _, r in clean.of_type("personal_access_token_login"):
         used[_attrs(r)["tokenId"]].append(_parse_time(_attrs(r)["eventTime"]))
     lifecycle = [
-        t
-        for t in created
-        if t in revoked and used.get(t) and created[t] < min(used[t]) and max(used[t]) < revoked[t]
+        t for t in created if t in revoked and used.get(t) and created[t] < min(used[t]) and max(used[t]) < revoked[t]
     ]
     assert lifecycle
     assert clean.of_type("create_or_update_saml_config")
@@ -475,8 +458,7 @@ def test_dirty_records_exist(dirty):
     ]
     assert len(bad_time) == d["bad_event_time"]
     int_names = {
-        s.event_type: {n for n, t in attribute_list(s, "full") if t in ("int", "bigint")}
-        for s in event_specs("site")
+        s.event_type: {n for n, t in attribute_list(s, "full") if t in ("int", "bigint")} for s in event_specs("site")
     }
     as_string = [
         r
@@ -574,11 +556,7 @@ def test_duplicate_in_other_shape(dirty):
     for _, r, _ in dirty.records:
         if "event" not in r and "eventType" in r:
             flat[key({k: v for k, v in r.items() if k != "eventType"})] = r["eventType"]
-    pairs = sum(
-        1
-        for rel, r, _ in dirty.records
-        if "event" in r and flat.get(key(r["event"])) == _event_type(r, rel)
-    )
+    pairs = sum(1 for rel, r, _ in dirty.records if "event" in r and flat.get(key(r["event"])) == _event_type(r, rel))
     assert pairs >= dirty.summary["dirty"]["duplicate_other_shape"]
 
 
@@ -664,8 +642,11 @@ def test_tableau_layouts_hold_the_same_files_at_tableau_paths(tmp_path):
     trees = {}
     for layout in ("auditlake", "date_first", "schema_first"):
         generate_activity_log(tmp_path / layout, 300, seed=5, days=1, dirty=True, layout=layout)
-        trees[layout] = {p.relative_to(tmp_path / layout).as_posix(): p.read_bytes()
-                         for p in (tmp_path / layout).rglob("*") if p.is_file()}
+        trees[layout] = {
+            p.relative_to(tmp_path / layout).as_posix(): p.read_bytes()
+            for p in (tmp_path / layout).rglob("*")
+            if p.is_file()
+        }
     contents = {name: sorted(tree.values()) for name, tree in trees.items()}
     assert contents["date_first"] == contents["auditlake"] == contents["schema_first"]
     for name in ("date_first", "schema_first"):
@@ -689,11 +670,27 @@ SNAPSHOT_PATHS = {  # the contract: entityType= where the Activity Log has event
     "schema_first": re.compile(rf"^pod=[a-z0-9-]+/{_SITE_DIR}/{_ENTITY_DIR}/{_HOUR_DIR}/{_PART}"),
 }
 _TS = "timestamp[us, tz=UTC]"
-_CONTENT_COLUMNS = [("luid", "string"), ("id", "int64"), ("name", "string"), ("project_luid", "string"),
-                    ("owner_luid", "string"), ("size", "int64"), ("created_at", _TS), ("updated_at", _TS)]
+_CONTENT_COLUMNS = [
+    ("luid", "string"),
+    ("id", "int64"),
+    ("name", "string"),
+    ("project_luid", "string"),
+    ("owner_luid", "string"),
+    ("size", "int64"),
+    ("created_at", _TS),
+    ("updated_at", _TS),
+]
 SNAPSHOT_COLUMNS = {  # written out here, not taken from the generator: gold depends on these names
-    "users": [("luid", "string"), ("id", "int64"), ("name", "string"), ("display_name", "string"),
-              ("email", "string"), ("site_role", "string"), ("is_system_admin", "bool"), ("created_at", _TS)],
+    "users": [
+        ("luid", "string"),
+        ("id", "int64"),
+        ("name", "string"),
+        ("display_name", "string"),
+        ("email", "string"),
+        ("site_role", "string"),
+        ("is_system_admin", "bool"),
+        ("created_at", _TS),
+    ],
     "groups": [("luid", "string"), ("id", "int64"), ("name", "string"), ("domain_name", "string")],
     "group_members": [("group_luid", "string"), ("user_luid", "string")],
     "workbooks": _CONTENT_COLUMNS,
@@ -757,8 +754,11 @@ def _site_records(run: Run, et: str):
 
 def _leavers(run: Run) -> dict[tuple[str, str], datetime]:
     """(site, user) -> when an administrator deleted the user (user_create_delete, operation delete)."""
-    return {(s, a["targetUserLuid"]): t for s, a, t in _site_records(run, "user_create_delete")
-            if a["userOperation"] == "delete"}
+    return {
+        (s, a["targetUserLuid"]): t
+        for s, a, t in _site_records(run, "user_create_delete")
+        if a["userOperation"] == "delete"
+    }
 
 
 def _unlogged_changes(run: Run, snaps: Snapshots) -> list[tuple]:
@@ -776,11 +776,16 @@ def _unlogged_changes(run: Run, snaps: Snapshots) -> list[tuple]:
         said[(s, "owner", a["contentLuid"])].append(t)
     for s, a, t in _site_records(run, "hist_publish_workbook"):
         said[(s, "updated", a["workbookLuid"])].append(t)
-    explains = {("users", "site_role"): "role", ("workbooks", "owner_luid"): "owner",
-                ("datasources", "owner_luid"): "owner", ("workbooks", "updated_at"): "updated"}
+    explains = {
+        ("users", "site_role"): "role",
+        ("workbooks", "owner_luid"): "owner",
+        ("datasources", "owner_luid"): "owner",
+        ("workbooks", "updated_at"): "updated",
+    }
     out = []
     for site in snaps.sites:
         for h0, h1 in pairwise(snaps.hours):
+
             def logged(what, key, h0=h0, h1=h1, site=site):
                 return any(h0 <= t < h1 + NEAR for t in said[(site, what, key)])
 
@@ -804,8 +809,9 @@ def _unlogged_changes(run: Run, snaps: Snapshots) -> list[tuple]:
 
 
 def _snapshot_run(root: Path, **kw) -> tuple[Run, Snapshots]:
-    s = generate_activity_log(root, SNAP_EVENTS, seed=SEED, start=START, days=1, snapshots=True,
-                              security_stories=True, **kw)  # the security stories: a logged role change
+    s = generate_activity_log(
+        root, SNAP_EVENTS, seed=SEED, start=START, days=1, snapshots=True, security_stories=True, **kw
+    )  # the security stories: a logged role change
     return Run(root, s), Snapshots(root)
 
 
@@ -825,8 +831,9 @@ def test_snapshot_files_sit_at_the_contract_paths_in_every_layout(tmp_path):
     trees, summaries = {}, {}
     for layout, pattern in SNAPSHOT_PATHS.items():
         root = tmp_path / layout
-        summaries[layout] = generate_activity_log(root, 300, seed=5, start=START, days=1, dirty=True, layout=layout,
-                                                  snapshots=True, snapshot_every=6)
+        summaries[layout] = generate_activity_log(
+            root, 300, seed=5, start=START, days=1, dirty=True, layout=layout, snapshots=True, snapshot_every=6
+        )
         tree = {}
         for p in root.rglob("*.parquet"):
             rel = p.relative_to(root).as_posix()
@@ -869,20 +876,38 @@ def test_snapshots_hold_the_contract_columns_and_the_world(snap):
         assert len(users) == len(site.users)
         for u in site.users:
             row = users[u.luid]
-            assert row == {"luid": u.luid, "id": u.id, "name": u.name, "display_name": u.display, "email": u.email,
-                           "site_role": SITE_ROLE_NAMES[u.site_role_id], "is_system_admin": u.system_admin_level > 0,
-                           "created_at": at(u.created_us)}
+            assert row == {
+                "luid": u.luid,
+                "id": u.id,
+                "name": u.name,
+                "display_name": u.display,
+                "email": u.email,
+                "site_role": SITE_ROLE_NAMES[u.site_role_id],
+                "is_system_admin": u.system_admin_level > 0,
+                "created_at": at(u.created_us),
+            }
         locales = {r["luid"]: r["locale"] for r in snaps.rows(site.luid, half, "users")}
         assert locales == {u.luid: u.locale for u in site.users if u.luid in locales}
         groups = snaps.by_luid(site.luid, START, "groups")
         assert {(g.luid, g.id, g.name, g.domain) for g in site.groups} == {
-            (r["luid"], r["id"], r["name"], r["domain_name"]) for r in groups.values()}
+            (r["luid"], r["id"], r["name"], r["domain_name"]) for r in groups.values()
+        }
         assert snaps.members(site.luid, START) == {(g.luid, u.luid) for g in site.groups for u in g.members}
         for entity, kind in (("workbooks", "workbook"), ("datasources", "datasource")):
             rows = snaps.by_luid(site.luid, START, entity)
-            assert rows == {c.luid: {"luid": c.luid, "id": c.id, "name": c.name, "project_luid": c.project.luid,
-                                     "owner_luid": c.owner.luid, "size": c.size, "created_at": at(c.created_us),
-                                     "updated_at": at(c.updated_us)} for c in site.content[kind]}
+            assert rows == {
+                c.luid: {
+                    "luid": c.luid,
+                    "id": c.id,
+                    "name": c.name,
+                    "project_luid": c.project.luid,
+                    "owner_luid": c.owner.luid,
+                    "size": c.size,
+                    "created_at": at(c.created_us),
+                    "updated_at": at(c.updated_us),
+                }
+                for c in site.content[kind]
+            }
 
 
 def test_snapshots_show_what_the_log_says_changed(snap):
@@ -921,8 +946,9 @@ def test_snapshots_show_what_the_log_says_changed(snap):
             continue
         assert ((a["groupLuid"], a["userLuid"]) in snaps.members(s, at)) == (a["groupOperation"] == "add"), a
         checked[a["groupOperation"]] += 1
-    owners = [x for x in _site_records(run, "content_owner_change")
-              if x[1]["contentType"] in ("workbook", "datasource")]  # the kinds with a snapshot
+    owners = [
+        x for x in _site_records(run, "content_owner_change") if x[1]["contentType"] in ("workbook", "datasource")
+    ]  # the kinds with a snapshot
     times = defaultdict(list)
     for s, a, t in owners:
         times[(s, a["contentLuid"])].append(t)
@@ -935,9 +961,12 @@ def test_snapshots_show_what_the_log_says_changed(snap):
         checked["owner"] += 1
     assert checked["role"] >= 2 and checked["add"] + checked["delete"] >= 3 and checked["owner"] >= 3, checked
     # a logged change of role really happened (the privilege escalation): a role that differs between snapshots
-    assert any(snaps.by_luid(s, h0, "users")[u]["site_role"] != snaps.by_luid(s, h1, "users")[u]["site_role"]
-               for s in snaps.sites for h0, h1 in pairwise(snaps.hours)
-               for u in snaps.by_luid(s, h0, "users").keys() & snaps.by_luid(s, h1, "users").keys())
+    assert any(
+        snaps.by_luid(s, h0, "users")[u]["site_role"] != snaps.by_luid(s, h1, "users")[u]["site_role"]
+        for s in snaps.sites
+        for h0, h1 in pairwise(snaps.hours)
+        for u in snaps.by_luid(s, h0, "users").keys() & snaps.by_luid(s, h1, "users").keys()
+    )
 
 
 def test_every_change_between_snapshots_is_in_the_log(snap):
@@ -996,8 +1025,9 @@ def test_dirty_snapshots_add_one_poison_file_and_one_silent_change(snap, snap_di
     [change] = drun.summary["silent_changes"]
     site, user, hour = change["site_luid"], change["user_luid"], _parse_time(change["hour"])
     assert hour >= START + timedelta(hours=12) and hour in dirty.hours and change["old_role"] != change["new_role"]
-    assert _unlogged_changes(drun, dirty) == [(site, hour, "users", user, "site_role", change["old_role"],
-                                               change["new_role"])]
+    assert _unlogged_changes(drun, dirty) == [
+        (site, hour, "users", user, "site_role", change["old_role"], change["new_role"])
+    ]
     assert dirty.by_luid(site, hour, "users")[user]["site_role"] == change["new_role"]
     # the same run without dirt has the same snapshots but for that user's role, from that hour on
     assert clean.tables.keys() == dirty.tables.keys()
@@ -1006,11 +1036,16 @@ def test_dirty_snapshots_add_one_poison_file_and_one_silent_change(snap, snap_di
             assert key[0] == site and key[2] == "users" and key[1] >= hour, key
             diff = [(x, y) for x, y in zip(clean.rows(*key), dirty.rows(*key), strict=True) if x != y]
             assert [(x["luid"], x["site_role"], y["site_role"]) for x, y in diff] == [
-                (user, change["old_role"], change["new_role"])]
+                (user, change["old_role"], change["new_role"])
+            ]
     # and the log goes on stating the old role for the user's own actions (the same log: see above)
     code = {name: c for c, name in SITE_ROLE_NAMES.items()}[change["old_role"]]
-    stated = [a["siteRoleId"] for rel, r, _ in run.records for a in [_luids(_attrs(r))]
-              if rel.startswith("site/") and a.get("actorUserLuid") == user and _parse_time(a["eventTime"]) >= hour]
+    stated = [
+        a["siteRoleId"]
+        for rel, r, _ in run.records
+        for a in [_luids(_attrs(r))]
+        if rel.startswith("site/") and a.get("actorUserLuid") == user and _parse_time(a["eventTime"]) >= hour
+    ]
     assert all(c == code for c in stated)
 
 
@@ -1025,17 +1060,39 @@ def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
 
     parser = argparse.ArgumentParser()
     commands.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["generate", "activity-log", "--out", str(tmp_path / "cli"), "--events", "200",
-                              "--days", "1", "--snapshots", "--snapshot-every", "8"])
+    args = parser.parse_args(
+        [
+            "generate",
+            "activity-log",
+            "--out",
+            str(tmp_path / "cli"),
+            "--events",
+            "200",
+            "--days",
+            "1",
+            "--snapshots",
+            "--snapshot-every",
+            "8",
+        ]
+    )
     assert args.func(load_config("test", environ=dict(KEYED)), args) == 0
     assert "entity snapshots: 60 Parquet files" in capsys.readouterr().out  # 3 sites x 5 types x 0, 8, 16, 24 h
     assert len(list((tmp_path / "cli").rglob("*.parquet"))) == 60
     # the demo takes generate.snapshots and generate.snapshot_every_hours (conf/base.yaml: true, 6)
-    assert (load_config("test", environ=dict(KEYED)).get("generate.snapshots"),
-            load_config("test", environ=dict(KEYED)).get("generate.snapshot_every_hours")) == (True, 6)
-    cfg = load_config("test", environ={**KEYED, "AUDITLAKE__PATHS__LANDING_DIR": str(tmp_path / "landing"),
-                                       "AUDITLAKE__GENERATE__EVENTS": "200", "AUDITLAKE__GENERATE__DAYS": "1",
-                                       "AUDITLAKE__GENERATE__SNAPSHOT_EVERY_HOURS": "12"})
+    assert (
+        load_config("test", environ=dict(KEYED)).get("generate.snapshots"),
+        load_config("test", environ=dict(KEYED)).get("generate.snapshot_every_hours"),
+    ) == (True, 6)
+    cfg = load_config(
+        "test",
+        environ={
+            **KEYED,
+            "AUDITLAKE__PATHS__LANDING_DIR": str(tmp_path / "landing"),
+            "AUDITLAKE__GENERATE__EVENTS": "200",
+            "AUDITLAKE__GENERATE__DAYS": "1",
+            "AUDITLAKE__GENERATE__SNAPSHOT_EVERY_HOURS": "12",
+        },
+    )
     # the layers' refresh needs Spark, tested elsewhere: here only what the demo generates
     monkeypatch.setitem(sys.modules, "pipelines.refresh", types.SimpleNamespace(LAYERS={}))
     monkeypatch.setattr(commands, "refresh", lambda *a, **k: True)  # the lake balanced

@@ -4,6 +4,8 @@ facts reconcile with silver, the generated staging layer and the profile stay in
 from __future__ import annotations
 
 import json
+import os
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -12,9 +14,10 @@ import yaml
 from pyspark.sql import functions as F
 
 from pipelines.config import CONF_DIR, load_config
+from pipelines.errors import InputError
 from pipelines.gold import inputs
 from pipelines.gold.compact import MIN_FILE_SIZE, compact, compact_marts, data_files, mart_tables
-from pipelines.gold.run import GoldError, dbt_target_dir, dbt_vars, run_dbt
+from pipelines.gold.run import dbt_target_dir, dbt_vars, run_dbt
 from pipelines.gold.staging import DBT_DIR, event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
 from pipelines.ops import last_success_start
@@ -43,9 +46,15 @@ def test_every_unit_test_of_the_models_passes(spark, gold_lake):
     """A refresh runs the data tests only; the models' unit tests (fixed inputs, expected rows) run here."""
     cfg, _, _ = gold_lake
     result = run_dbt(spark, cfg, ["test", "--quiet", "--select", "test_type:unit"])
-    units = sum(len((yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("unit_tests") or [])
-                for p in (DBT_DIR / "models").rglob("*.yml"))
+    units = sum(
+        len((yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("unit_tests") or [])
+        for p in (DBT_DIR / "models").rglob("*.yml")
+    )
     assert not result.failures and result.statuses.get("pass", 0) == units > 0
+    # dbt ran on conf's gold.threads (the profile's own fallback is 1)
+    log = Path(os.environ.get("DBT_LOG_PATH") or DBT_DIR / "logs") / "dbt.log"
+    said = re.findall(r"Concurrency: (\d+) threads", log.read_text(encoding="utf-8", errors="replace"))
+    assert said and int(said[-1]) == cfg.get("gold.threads") > 1
 
 
 def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spark, gold_lake):
@@ -68,8 +77,12 @@ def test_a_fingerprint_tells_a_changed_added_or_dropped_row(spark):
     rows = spark.createDataFrame([(1, "a", {"k": "v"}), (2, "b", None)], "id int, name string, tags map<string,string>")
     same = spark.createDataFrame([(2, "b", None), (1, "a", {"k": "v"})], rows.schema)  # another order
     assert fingerprint(rows) == fingerprint(same)
-    for other in ([(1, "a", {"k": "v"}), (2, "c", None)], [(1, "a", {"k": "v"})],
-                  [(1, "a", {"k": "v"}), (2, "b", None), (2, "b", None)], [(1, "a", {"k": "w"}), (2, "b", None)]):
+    for other in (
+        [(1, "a", {"k": "v"}), (2, "c", None)],
+        [(1, "a", {"k": "v"})],
+        [(1, "a", {"k": "v"}), (2, "b", None), (2, "b", None)],
+        [(1, "a", {"k": "w"}), (2, "b", None)],
+    ):
         assert fingerprint(spark.createDataFrame(other, rows.schema)) != fingerprint(rows), other
 
 
@@ -111,12 +124,14 @@ def test_compaction_packs_the_small_files_and_leaves_the_large_ones(spark, tmp_p
     """A windowed mart is written in time order so that a merge rewrites only its newest files: a
     compaction must not pack its large files into one (Delta's own floor is 1 GB)."""
     table = f"delta.`{tmp_path / 'mart'}`"
-    spark.range(200_000).selectExpr("id", "sha2(cast(id as string), 256) as h").coalesce(1) \
-        .write.format("delta").save(str(tmp_path / "mart"))
+    spark.range(200_000).selectExpr("id", "sha2(cast(id as string), 256) as h").coalesce(1).write.format("delta").save(
+        str(tmp_path / "mart")
+    )
     large = set(spark.sql(f"select input_file_name() from {table}").distinct().first())
     for i in range(4):
         spark.range(i, i + 1).selectExpr("id", "'small' as h").write.format("delta").mode("append").save(
-            str(tmp_path / "mart"))
+            str(tmp_path / "mart")
+        )
     size = spark.sql(f"DESCRIBE DETAIL {table}").first()["sizeInBytes"]
     rows = spark.sql(f"select * from {table}").collect()
     done = compact(spark, table, files_over=2, keep_from_bytes=size // 2)  # the large file is past half
@@ -136,15 +151,19 @@ def test_a_refresh_with_nothing_new_skips_gold_and_logs_it(spark, gold_lake):
     assert [m for m in said if m.startswith("gold: skipped")]
     runs = spark.table(f"{cfg.get('ops.schema')}.refresh_runs").where(f"run_id = '{report.run_id}'")
     assert {(r["layer"], r["status"]) for r in runs.collect()} == {
-        ("bronze", "succeeded"), ("silver", "succeeded"), ("gold", "skipped")}
+        ("bronze", "succeeded"),
+        ("silver", "succeeded"),
+        ("gold", "skipped"),
+    }
     # what makes gold build again: a new silver version, another setting
     built = inputs.last_built(spark, cfg)
     assert built == inputs.current_inputs(spark, cfg)
     changed = json.loads(json.dumps(built))
     changed["silver_versions"][tables(cfg).silver_events("site")] += 1
     assert changed != built
-    other = load_config("test", environ={**variant_environ(cfg.data_dir.parent, "gold"),
-                                         "AUDITLAKE__GOLD__INACTIVE_USER_DAYS": "30"})
+    other = load_config(
+        "test", environ={**variant_environ(cfg.data_dir.parent, "gold"), "AUDITLAKE__GOLD__INACTIVE_USER_DAYS": "30"}
+    )
     assert inputs.current_inputs(spark, other)["vars"] != built["vars"]
 
 
@@ -161,7 +180,9 @@ def _scoped_test_catches(spark, cfg, table, where, model, failing_test, since):
     """Append a copy of one ``table`` row broken so that ``failing_test`` fails, stamped now; dbt's
     tests of ``model`` catch it when scoped by ``since`` and pass over it when scoped after it."""
     bad = (
-        spark.table(table).where(where).limit(1)
+        spark.table(table)
+        .where(where)
+        .limit(1)
         .withColumn("event_id", F.lit(None).cast("string"))
         .withColumn("silver_ingest_ts", F.current_timestamp())
     )
@@ -186,11 +207,25 @@ def test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_buil
     cfg, _, _ = gold_lake
     since = last_success_start(spark, cfg, "gold")
     assert since is not None  # the second refresh's tests were scoped by the first's start
-    _scoped_test_catches(spark, cfg, tables(cfg).silver_events("site"), "event_type = 'hist_login'",
-                         "stg_site__events", "primary_key_stg_site__events_event_id", since)
+    _scoped_test_catches(
+        spark,
+        cfg,
+        tables(cfg).silver_events("site"),
+        "event_type = 'hist_login'",
+        "stg_site__events",
+        "primary_key_stg_site__events_event_id",
+        since,
+    )
     # an incremental mart's tests are scoped the same way (macros/test_scope.sql)
-    _scoped_test_catches(spark, cfg, f"{cfg.get('gold.schema')}.fct_logins", "true",
-                         "fct_logins", "primary_key_fct_logins_event_id", since)
+    _scoped_test_catches(
+        spark,
+        cfg,
+        f"{cfg.get('gold.schema')}.fct_logins",
+        "true",
+        "fct_logins",
+        "primary_key_fct_logins_event_id",
+        since,
+    )
 
 
 def test_each_fact_reconciles_with_the_silver_rows_it_covers(spark, gold_lake):
@@ -238,9 +273,15 @@ def test_one_person_across_the_cases_a_luid_arrives_in_and_wide_numbers_intact(s
     gold = cfg.get("gold.schema")
     site_logins = spark.sql(f"SELECT * FROM {gold}.fct_logins WHERE family = 'site'")
     login_types = [r[0] for r in site_logins.select("event_type").distinct().collect()]
-    logins = spark.table(tables(cfg).bronze_raw("site")).where(F.col("event_type").isin(login_types)).select(
-        F.coalesce(F.get_json_object("raw_line", "$.actorUserLuid"),
-                   F.get_json_object("raw_line", "$.event.actorUserLuid")).alias("luid"))
+    logins = (
+        spark.table(tables(cfg).bronze_raw("site"))
+        .where(F.col("event_type").isin(login_types))
+        .select(
+            F.coalesce(
+                F.get_json_object("raw_line", "$.actorUserLuid"), F.get_json_object("raw_line", "$.event.actorUserLuid")
+            ).alias("luid")
+        )
+    )
     as_sent = logins.select(F.countDistinct("luid")).first()[0]
     people = logins.select(F.countDistinct(F.lower("luid"))).first()[0]
     assert as_sent > people  # some signed in with their LUID in both cases: the test can fail
@@ -254,8 +295,9 @@ def test_one_person_across_the_cases_a_luid_arrives_in_and_wide_numbers_intact(s
             upper = frame.where(" OR ".join(f"`{c}` <> lower(`{c}`)" for c in luids)).count()
             assert upper == 0, table
         assert not [c for c, typ in frame.dtypes if typ == "int" and c.endswith(("_id", "size", "count"))], table
-        wide += [c for c, typ in frame.dtypes
-                 if typ == "bigint" and frame.where(f"`{c}` > 2147483647").limit(1).count()]
+        wide += [
+            c for c, typ in frame.dtypes if typ == "bigint" and frame.where(f"`{c}` > 2147483647").limit(1).count()
+        ]
     assert wide  # values past 32 bits reach gold as numbers
 
 
@@ -266,11 +308,17 @@ def test_every_finding_of_every_detection_report_is_in_rpt_detections_once(spark
     t = tables(cfg)
     found = spark.table(t.detections)
     by_report = {r["report"]: r["n"] for r in found.groupBy("report").agg(F.count("*").alias("n")).collect()}
-    reports = [r.tableName for r in spark.sql(f"SHOW TABLES IN {t.gold_schema} LIKE 'rpt_*'").collect()
-               if not r.isTemporary]  # not the temporary views an incremental report's merge leaves
+    reports = [
+        r.tableName for r in spark.sql(f"SHOW TABLES IN {t.gold_schema} LIKE 'rpt_*'").collect() if not r.isTemporary
+    ]  # not the temporary views an incremental report's merge leaves
     # not findings: the feed's health, the access review as of a date and the audit of the audit log
-    not_findings = ("rpt_detections", "rpt_feed_gaps", "rpt_inactive_licensed_users", "rpt_access_review",
-                    "rpt_access_log_discrepancies")
+    not_findings = (
+        "rpt_detections",
+        "rpt_feed_gaps",
+        "rpt_inactive_licensed_users",
+        "rpt_access_review",
+        "rpt_access_log_discrepancies",
+    )
     reports = [r for r in reports if r not in not_findings]
     assert len(reports) == 9, reports  # inactive users reach rpt_detections through rpt_licence_right_sizing
     for report in reports:
@@ -278,8 +326,12 @@ def test_every_finding_of_every_detection_report_is_in_rpt_detections_once(spark
     assert by_report.get("rpt_failed_login_bursts", 0) > 0  # the generator's burst story
     assert found.count() == found.select("detection_id").distinct().count()
     assert found.where("severity NOT IN ('low', 'medium', 'high', 'critical') OR detected_at IS NULL").count() == 0
-    assert found.where("report NOT IN ('rpt_licence_right_sizing', 'rpt_stale_content') "
-                       "AND size(evidence_event_ids) = 0").count() == 0
+    assert (
+        found.where(
+            "report NOT IN ('rpt_licence_right_sizing', 'rpt_stale_content') AND size(evidence_event_ids) = 0"
+        ).count()
+        == 0
+    )
 
 
 def test_dbt_docs_generate(spark, gold_lake):
@@ -295,13 +347,17 @@ def test_dbt_docs_generate(spark, gold_lake):
         for c in n["columns"].values()
         if c.get("meta", {}).get("personal")
     }
-    assert personal == {"user_email": "email", "ip_address": "network", "user_agent": "network",
-                        "session_id": "network"}
+    assert personal == {
+        "user_email": "email",
+        "ip_address": "network",
+        "user_agent": "network",
+        "session_id": "network",
+    }
 
 
 def test_gold_without_silver_says_what_to_run(spark, lake_dir):
     cfg = load_config("test", environ=variant_environ(lake_dir, "gold_empty"))
-    with pytest.raises(GoldError, match="run the silver layer first"):
+    with pytest.raises(InputError, match="run the silver layer first"):
         run_refresh(spark, cfg, ["gold"], **QUIET)
     # the failure is in the run log, for whoever schedules the refresh
     logged = spark.table(f"{cfg.get('ops.schema')}.refresh_runs").collect()
@@ -316,10 +372,17 @@ def test_generated_staging_is_up_to_date():
 def test_every_model_has_a_primary_key_test():
     """Every model's key is tested: on the model, or (a view whose rows a mart keeps: testing the view
     would recompute it from all of silver on every build) on the column its meta key_tested_in names."""
-    models = {m["name"]: m for p in (DBT_DIR / "models").rglob("_*__models.yml")
-              for m in yaml.safe_load(p.read_text())["models"]}
-    tested = {f"{name}.{c['name']}" for name, m in models.items() for c in m.get("columns", [])
-              if "primary_key" in (c.get("data_tests") or [])}
+    models = {
+        m["name"]: m
+        for p in (DBT_DIR / "models").rglob("_*__models.yml")
+        for m in yaml.safe_load(p.read_text())["models"]
+    }
+    tested = {
+        f"{name}.{c['name']}"
+        for name, m in models.items()
+        for c in m.get("columns", [])
+        if "primary_key" in (c.get("data_tests") or [])
+    }
     untested = []
     for name, model in models.items():
         elsewhere = ((model.get("config") or {}).get("meta") or {}).get("key_tested_in")
@@ -381,16 +444,29 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
     of another user's, and a new actor. The tables and dim_users must be what a full refresh gives."""
     cfg, _, _ = gold_lake
     site, staging, gold = tables(cfg).silver_events("site"), tables(cfg).gold_staging_schema, cfg.get("gold.schema")
-    user = (spark.table(site).where("actor_user_luid is not null and site_role_id is not null")
-            .groupBy("site_luid", "actor_user_luid")
-            .agg(F.min("event_time").alias("first_at"), F.max("event_time").alias("last_at"),
-                 F.min_by("event_id", "event_time").alias("event_id"), F.count(F.lit(1)).alias("n"),
-                 F.max("site_role_id").alias("role"),
-                 F.countDistinct("site_role_id", "system_admin_level").alias("roles"))
-            .where("n >= 3 and first_at < last_at and roles = 1").orderBy(F.desc("n"), "actor_user_luid").first())
+    user = (
+        spark.table(site)
+        .where("actor_user_luid is not null and site_role_id is not null")
+        .groupBy("site_luid", "actor_user_luid")
+        .agg(
+            F.min("event_time").alias("first_at"),
+            F.max("event_time").alias("last_at"),
+            F.min_by("event_id", "event_time").alias("event_id"),
+            F.count(F.lit(1)).alias("n"),
+            F.max("site_role_id").alias("role"),
+            F.countDistinct("site_role_id", "system_admin_level").alias("roles"),
+        )
+        .where("n >= 3 and first_at < last_at and roles = 1")
+        .orderBy(F.desc("n"), "actor_user_luid")
+        .first()
+    )
     split_role, seeded_role = [r for r in (10, 9, 3) if r != user.role][:2]  # Creator, Viewer, Explorer
-    other = spark.table(f"{staging}.int_site_user_role_versions").where(
-        f"user_luid <> '{user.actor_user_luid}'").orderBy("version_key").first()
+    other = (
+        spark.table(f"{staging}.int_site_user_role_versions")
+        .where(f"user_luid <> '{user.actor_user_luid}'")
+        .orderBy("version_key")
+        .first()
+    )
     middle = F.lit(user.first_at + (user.last_at - user.first_at) / 2).cast("timestamp")
 
     def observation(event_id: str, tag: str, **values):
@@ -402,28 +478,43 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
         return frame.withColumn("silver_ingest_ts", F.current_timestamp())
 
     deliveries = [
-        [observation(user.event_id, "split", event_time=middle,
-                     site_role_id=F.lit(split_role).cast("bigint"))],
-        [observation(user.event_id, "seeded", event_time=middle + F.expr("interval 1 millisecond"),
-                     site_role_id=F.lit(seeded_role).cast("bigint")),
-         observation(other.first_event_id, "before", event_time=F.col("event_time") - F.expr("interval 400 days")),
-         observation(other.first_event_id, "actor", actor_user_luid=F.lit("00000000-0000-4000-8000-00000000a11c"),
-                     site_role_id=F.lit(None).cast("bigint"))],
+        [observation(user.event_id, "split", event_time=middle, site_role_id=F.lit(split_role).cast("bigint"))],
+        [
+            observation(
+                user.event_id,
+                "seeded",
+                event_time=middle + F.expr("interval 1 millisecond"),
+                site_role_id=F.lit(seeded_role).cast("bigint"),
+            ),
+            observation(other.first_event_id, "before", event_time=F.col("event_time") - F.expr("interval 400 days")),
+            observation(
+                other.first_event_id,
+                "actor",
+                actor_user_luid=F.lit("00000000-0000-4000-8000-00000000a11c"),
+                site_role_id=F.lit(None).cast("bigint"),
+            ),
+        ],
     ]
     ids = "', '".join(frame.first().event_id for delivery in deliveries for frame in delivery)
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
     models = ["int_site_user_role_versions", "int_site_actors", "dim_users"]
 
     def roles() -> list[int]:
-        return [r.site_role_id for r in spark.table(f"{staging}.int_site_user_role_versions")
-                .where(f"user_luid = '{user.actor_user_luid}' and site_luid <=> '{user.site_luid}'")
-                .orderBy("version_number").collect()]
+        return [
+            r.site_role_id
+            for r in spark.table(f"{staging}.int_site_user_role_versions")
+            .where(f"user_luid = '{user.actor_user_luid}' and site_luid <=> '{user.site_luid}'")
+            .orderBy("version_number")
+            .collect()
+        ]
 
     # the role history's silver_ingest_ts is its watermark: a version recomputed from its seed keeps the
     # seed's (which may count observations a split moved to a later version), so it is not compared
     def rows(m: str) -> tuple:
-        return fingerprint(spark.table(f"{staging if m.startswith('int_') else gold}.{m}"),
-                           ignore=("silver_ingest_ts",) if m == "int_site_user_role_versions" else ())
+        return fingerprint(
+            spark.table(f"{staging if m.startswith('int_') else gold}.{m}"),
+            ignore=("silver_ingest_ts",) if m == "int_site_user_role_versions" else (),
+        )
 
     before = roles()
     assert len(before) == 1, before
@@ -455,20 +546,42 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
     the dimensions and the reports over them must be what a full refresh gives."""
     cfg, _, _ = gold_lake
     t = tables(cfg)
-    site, tenant, staging, gold = t.silver_events("site"), t.silver_events("tenant"), t.gold_staging_schema, \
-        cfg.get("gold.schema")
-    named = (spark.table(f"{gold}.fct_content_lifecycle").where("content_name is not null")
-             .groupBy("content_luid").agg(F.max_by("event_id", "event_time").alias("event_id"))
-             .orderBy("content_luid").limit(2).collect())
+    site, tenant, staging, gold = (
+        t.silver_events("site"),
+        t.silver_events("tenant"),
+        t.gold_staging_schema,
+        cfg.get("gold.schema"),
+    )
+    named = (
+        spark.table(f"{gold}.fct_content_lifecycle")
+        .where("content_name is not null")
+        .groupBy("content_luid")
+        .agg(F.max_by("event_id", "event_time").alias("event_id"))
+        .orderBy("content_luid")
+        .limit(2)
+        .collect()
+    )
     assert len(named) == 2
-    late, newer = [spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{r.content_luid}'").first()
-                   for r in named]
+    late, newer = [
+        spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{r.content_luid}'").first()
+        for r in named
+    ]
     group = spark.table(f"{staging}.int_group_mentions").where("group_name is not null").orderBy("group_luid").first()
-    group_event = (spark.table(f"{staging}.stg_site__events")
-                   .where(f"group_luid = '{group.group_luid}' and event_type in ('hist_create_group', "
-                          "'hist_rename_group', 'create_delete_group')").orderBy("event_id").first())
-    access = (spark.table(f"{gold}.fct_content_access")
-              .where("workbook_luid is not null and event_type = 'hist_access_view'").orderBy("event_id").first())
+    group_event = (
+        spark.table(f"{staging}.stg_site__events")
+        .where(
+            f"group_luid = '{group.group_luid}' and event_type in ('hist_create_group', "
+            "'hist_rename_group', 'create_delete_group')"
+        )
+        .orderBy("event_id")
+        .first()
+    )
+    access = (
+        spark.table(f"{gold}.fct_content_access")
+        .where("workbook_luid is not null and event_type = 'hist_access_view'")
+        .orderBy("event_id")
+        .first()
+    )
     admin = spark.table(f"{staging}.int_admin_security_changes").where("family = 'tenant'").orderBy("event_id").first()
     assert group_event and access and admin, "the shared lake lacks an event this test copies"
     newest = spark.table(site).agg(F.max("event_time")).first()[0]
@@ -481,18 +594,29 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
                 if name in frame.columns:
                     frame = frame.withColumn(name, F.lit(value).cast(frame.schema[name].dataType))
         frame = frame.withColumn("event_id", F.sha2(F.concat(F.col("event_id"), F.lit(f":{tag}")), 256))
-        return (frame.withColumn("event_date", F.to_date("event_time"))
-                .withColumn("silver_ingest_ts", F.current_timestamp()))
+        return frame.withColumn("event_date", F.to_date("event_time")).withColumn(
+            "silver_ingest_ts", F.current_timestamp()
+        )
 
     new_group = "00000000-0000-4000-8000-0000000009a1"
     sunday_night = datetime(2031, 1, 5, 3, 0)  # a Sunday, outside every window
     delivery = {
         site: [
-            copy(site, named[0].event_id, "late", content_name="Late name",
-                 event_time=late.content_name_at - timedelta(days=1)),
+            copy(
+                site,
+                named[0].event_id,
+                "late",
+                content_name="Late name",
+                event_time=late.content_name_at - timedelta(days=1),
+            ),
             copy(site, named[1].event_id, "newer", content_name="Newest name", event_time=newest + timedelta(hours=1)),
-            copy(site, group_event.event_id, "late", group_name="Late group",
-                 event_time=group.group_name_at - timedelta(days=1)),
+            copy(
+                site,
+                group_event.event_id,
+                "late",
+                group_name="Late group",
+                event_time=group.group_name_at - timedelta(days=1),
+            ),
             copy(site, group_event.event_id, "new", group_luid=new_group, group_name="New group"),
             copy(site, access.event_id, "opened", event_time=newest + timedelta(hours=2)),
         ],
@@ -500,8 +624,15 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
     }
     ids = {table: "', '".join(frame.first().event_id for frame in frames) for table, frames in delivery.items()}
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
-    kept = ["int_content_mentions", "int_group_mentions", "int_admin_security_changes", "dim_content", "dim_groups",
-            "rpt_stale_content", "rpt_security_changes_outside_window"]
+    kept = [
+        "int_content_mentions",
+        "int_group_mentions",
+        "int_admin_security_changes",
+        "dim_content",
+        "dim_groups",
+        "rpt_stale_content",
+        "rpt_security_changes_outside_window",
+    ]
     facts = ["fct_content_lifecycle", "fct_content_access", "fct_group_membership_changes"]
 
     def rows(m: str) -> tuple:
@@ -515,19 +646,29 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
             for frame in frames:
                 frame.write.format("delta").mode("append").saveAsTable(table)
         run_dbt(spark, cfg, ["run", "--quiet", "--select", *facts, *kept])
-        names = {r.content_name for r in spark.table(f"{gold}.fct_content_lifecycle").where(
-            f"event_id in ('{ids[site]}')").collect()}
+        names = {
+            r.content_name
+            for r in spark.table(f"{gold}.fct_content_lifecycle").where(f"event_id in ('{ids[site]}')").collect()
+        }
         assert names == {"Late name", "Newest name"}  # the delivery reached the fact
-        assert spark.table(f"{staging}.stg_site__events").where(
-            f"group_luid = '{group.group_luid}' and coalesce(group_name, name) = 'Late group'").count() == 1
+        assert (
+            spark.table(f"{staging}.stg_site__events")
+            .where(f"group_luid = '{group.group_luid}' and coalesce(group_name, name) = 'Late group'")
+            .count()
+            == 1
+        )
         assert content(late.content_luid).content_name == late.content_name  # a late rename renames nothing
         assert content(newer.content_luid).content_name == "Newest name"
         groups = {r.group_luid: r.group_name for r in spark.table(f"{gold}.dim_groups").collect()}
         assert groups[group.group_luid] == group.group_name and groups[new_group] == "New group"
         opened = spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{access.workbook_luid}'")
         assert opened.first().last_accessed_at == newest + timedelta(hours=2)
-        assert spark.table(f"{gold}.rpt_security_changes_outside_window").where(
-            f"event_time = timestamp '{sunday_night}'").count() == 1
+        assert (
+            spark.table(f"{gold}.rpt_security_changes_outside_window")
+            .where(f"event_time = timestamp '{sunday_night}'")
+            .count()
+            == 1
+        )
         incremental = {m: rows(m) for m in kept}
         run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *kept])
         for m in kept:
@@ -548,16 +689,31 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
     cfg, _, _ = gold_lake
     site, gold = tables(cfg).silver_events("site"), cfg.get("gold.schema")
     job = spark.table(f"{gold}.fct_background_jobs").orderBy("first_event_at", "job_luid").first()
-    session = (spark.table(f"{gold}.fct_sessions").where("views_accessed > 0 or signed_out_at is not null")
-               .orderBy("signed_in_at", "session_id").first())
-    late_state = (spark.table(site).where(f"job_luid = '{job.job_luid}'").orderBy("event_time").limit(1)
-                  .withColumn("event_state", F.lit("Cancelled"))
-                  .withColumn("event_time", F.col("event_time") + F.expr("interval 1 day")))
-    late_sign_in = (spark.table(site).where(f"event_id = '{session.session_id}'")
-                    .withColumn("event_time", F.col("event_time") + F.expr("interval 1 millisecond")))
-    added = [frame.withColumn("event_id", F.sha2(F.concat(F.col("event_id"), F.lit(":late")), 256))
-             .withColumn("event_date", F.to_date("event_time")).withColumn("silver_ingest_ts", F.current_timestamp())
-             for frame in (late_state, late_sign_in)]
+    session = (
+        spark.table(f"{gold}.fct_sessions")
+        .where("views_accessed > 0 or signed_out_at is not null")
+        .orderBy("signed_in_at", "session_id")
+        .first()
+    )
+    late_state = (
+        spark.table(site)
+        .where(f"job_luid = '{job.job_luid}'")
+        .orderBy("event_time")
+        .limit(1)
+        .withColumn("event_state", F.lit("Cancelled"))
+        .withColumn("event_time", F.col("event_time") + F.expr("interval 1 day"))
+    )
+    late_sign_in = (
+        spark.table(site)
+        .where(f"event_id = '{session.session_id}'")
+        .withColumn("event_time", F.col("event_time") + F.expr("interval 1 millisecond"))
+    )
+    added = [
+        frame.withColumn("event_id", F.sha2(F.concat(F.col("event_id"), F.lit(":late")), 256))
+        .withColumn("event_date", F.to_date("event_time"))
+        .withColumn("silver_ingest_ts", F.current_timestamp())
+        for frame in (late_state, late_sign_in)
+    ]
     ids = [frame.first().event_id for frame in added]
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
     marts = ["fct_background_jobs", "fct_sessions"]
@@ -576,8 +732,10 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
         incremental = {name: fingerprint(spark.table(f"{gold}.{name}")) for name in marts}
         split = spark.table(f"{gold}.fct_sessions").where(f"session_id = '{ids[1]}'").count()
         assert split == 1  # the late sign-in opened a session of its own
-        assert spark.table(f"{gold}.fct_background_jobs").where(
-            f"job_luid = '{job.job_luid}'").first().state_events == job.state_events + 1
+        assert (
+            spark.table(f"{gold}.fct_background_jobs").where(f"job_luid = '{job.job_luid}'").first().state_events
+            == job.state_events + 1
+        )
         run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *marts])
         for name in marts:
             assert fingerprint(spark.table(f"{gold}.{name}")) == incremental[name], f"{name} differs"

@@ -32,8 +32,11 @@ def hyper_lake(gold_lake, lake_dir, tmp_path_factory):
     """The gold lake's configuration with a copy of its analysts' tables, and an export folder."""
     root = tmp_path_factory.mktemp("hyper")
     shutil.copytree(gold_lake[0].analyst_dir, root / "analyst")
-    environ = dict(variant_environ(lake_dir, "gold"), AUDITLAKE__ANALYST__DIR=str(root / "analyst"),
-                   AUDITLAKE__HYPER__OUT_DIR=str(root / "out"))
+    environ = dict(
+        variant_environ(lake_dir, "gold"),
+        AUDITLAKE__ANALYST__DIR=str(root / "analyst"),
+        AUDITLAKE__HYPER__OUT_DIR=str(root / "out"),
+    )
     return load_config("test", environ=environ), environ
 
 
@@ -112,8 +115,7 @@ def test_a_second_export_with_nothing_new_writes_nothing(spark, hyper_lake, firs
     assert (hashlib.sha256(first.path.read_bytes()).hexdigest(), first.path.stat().st_mtime_ns) == before
 
 
-def test_new_and_rewritten_fact_rows_are_upserted_and_a_new_key_rewrites_everything(spark, hyper_lake, first,
-                                                                                     tmp_path):
+def test_new_and_rewritten_fact_rows_are_upserted_and_a_new_key_rewrites_everything(spark, hyper_lake, first, tmp_path):
     cfg, _environ = hyper_lake
     location = storage.join(tables_location(cfg), FACT)
     copy = _copy(spark, cfg, FACT)
@@ -122,8 +124,11 @@ def test_new_and_rewritten_fact_rows_are_upserted_and_a_new_key_rewrites_everyth
     # as a refresh would: three new rows, and one row rewritten under its key with a newer timestamp
     new_rows = copy.limit(3).withColumn("event_id", F.concat(F.lit("new-"), "event_id")).withColumn(WATERMARK, later)
     rewritten_id = copy.orderBy("event_id").first()["event_id"]
-    rewritten = (copy.where(F.col("event_id") == rewritten_id)
-                 .withColumn("outcome_reason", F.lit("rewritten")).withColumn(WATERMARK, later))
+    rewritten = (
+        copy.where(F.col("event_id") == rewritten_id)
+        .withColumn("outcome_reason", F.lit("rewritten"))
+        .withColumn(WATERMARK, later)
+    )
     changed = copy.where(F.col("event_id") != rewritten_id).unionByName(rewritten).unionByName(new_rows)
     changed.localCheckpoint().write.format("delta").mode("overwrite").save(location)
     catalog = _catalog(cfg)
@@ -217,7 +222,8 @@ def test_the_packaged_data_source_declares_every_mart_related_captioned_and_desc
 
 
 def test_publish_on_refresh_exports_and_publishes_and_a_failure_leaves_the_refresh_standing(
-        spark, hyper_lake, first, tmp_path, monkeypatch):
+    spark, hyper_lake, first, tmp_path, monkeypatch
+):
     """tableau.publish_on_refresh: after gold, the export and `auditlake publish` (to the loopback
     Tableau REST API); with Tableau out of reach a line says so and the refresh is not failed."""
     from devtools.tableau_server import TableauServer
@@ -228,9 +234,16 @@ def test_publish_on_refresh_exports_and_publishes_and_a_failure_leaves_the_refre
     tableau = TableauServer.start(token_name="auditlake", token_secret="s3cr3t", projects={"Default": "p-1"})
     monkeypatch.setenv("AUDITLAKE_TABLEAU_TOKEN_NAME", "auditlake")
     monkeypatch.setenv("AUDITLAKE_TABLEAU_TOKEN", "s3cr3t")
-    on = load_config("test", environ=dict(environ, AUDITLAKE__TABLEAU__PUBLISH_ON_REFRESH="true",
-                                          AUDITLAKE__TABLEAU__SERVER_URL=tableau.url,
-                                          AUDITLAKE_TABLEAU_TOKEN_NAME="auditlake", AUDITLAKE_TABLEAU_TOKEN="s3cr3t"))
+    on = load_config(
+        "test",
+        environ=dict(
+            environ,
+            AUDITLAKE__TABLEAU__PUBLISH_ON_REFRESH="true",
+            AUDITLAKE__TABLEAU__SERVER_URL=tableau.url,
+            AUDITLAKE_TABLEAU_TOKEN_NAME="auditlake",
+            AUDITLAKE_TABLEAU_TOKEN="s3cr3t",
+        ),
+    )
     try:
         report, lines = RefreshReport("run-1", ["gold"]), []
         publish_after_gold(spark, on, report, lines.append)

@@ -41,8 +41,11 @@ def _registry_without(types: tuple[str, ...]) -> dict:
 
 def _site_counts(spark, t) -> dict[str, int]:
     silver = spark.table(t.silver_events("site")).where(F.col("event_type").isin(*LIVE_TYPES)).count()
-    quarantined = (spark.table(t.quarantine)
-                   .where((F.col("reason") == UNKNOWN_EVENT_TYPE) & F.col("event_type").isin(*LIVE_TYPES)).count())
+    quarantined = (
+        spark.table(t.quarantine)
+        .where((F.col("reason") == UNKNOWN_EVENT_TYPE) & F.col("event_type").isin(*LIVE_TYPES))
+        .count()
+    )
     return {"silver": silver, "quarantined": quarantined}
 
 
@@ -105,8 +108,9 @@ def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their
 def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, live_environ):
     # the event views are made by this refresh (the replay's registry would have made them stale)
     cfg = load_config("test", environ={**live_environ, "AUDITLAKE__SILVER__EVENT_VIEWS": "true"})
-    summary = generate_activity_log(cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True,
-                                    start=datetime(2026, 6, 2, tzinfo=UTC))  # the day after the replay's
+    summary = generate_activity_log(
+        cfg.path("paths.landing_dir"), 1000, seed=5, days=1, live_feed=True, start=datetime(2026, 6, 2, tzinfo=UTC)
+    )  # the day after the replay's
     assert set(LIVE_TYPES) <= set(summary["event_types"])
     run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
     # the marts the live-feed types reach, and the models they read (a whole gold build is the gold tests')
@@ -135,8 +139,10 @@ def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, live
     assert dict(bridge.dtypes)["site_id_string"] == "string" and bridge.where("site_id_string IS NULL").count() == 0
 
     access = spark.table(t.gold("fct_content_access")).where("access_kind = 'view_request'")
-    hits = access.where("ip_address IS NOT NULL AND user_agent IS NOT NULL AND session_id IS NOT NULL "
-                        "AND content_type = 'view' AND content_luid IS NOT NULL")
+    hits = access.where(
+        "ip_address IS NOT NULL AND user_agent IS NOT NULL AND session_id IS NOT NULL "
+        "AND content_type = 'view' AND content_luid IS NOT NULL"
+    )
     assert hits.count() == access.count() == requests.count() > 0
     assert spark.table(t.gold("fct_background_jobs")).where("runner = 'bridge' AND bridge_job_id IS NOT NULL").count()
     logins = spark.table(t.gold("fct_logins")).where("family = 'site'")

@@ -53,7 +53,10 @@ def test_refresh_runs_while_the_thrift_server_serves_the_same_metastore(spark, p
     generate_activity_log(source, 400, seed=3, days=1)
     server = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "--env", "pgmeta", "serve", "--role", "auditor"],
-        env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline, seen = time.monotonic() + 240, []
@@ -63,9 +66,22 @@ def test_refresh_runs_while_the_thrift_server_serves_the_same_metastore(spark, p
                 break
         assert "listening on" in seen[-1], "".join(seen)[-3000:]
         refresh = subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", "--env", "pgmeta", "refresh", "--layers", "bronze,silver",
-             "--source", str(source)],
-            env=environ, capture_output=True, text=True, timeout=900,
+            [
+                sys.executable,
+                "-m",
+                "pipelines.cli",
+                "--env",
+                "pgmeta",
+                "refresh",
+                "--layers",
+                "bronze,silver",
+                "--source",
+                str(source),
+            ],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
         assert refresh.returncode == 0, (refresh.stdout + refresh.stderr)[-4000:]
         written = spark.read.format("delta").load(str(tmp_path / "lake" / "warehouse" / "silver.db" / "site_events"))

@@ -25,8 +25,10 @@ from pipelines.ocsf.mapping import CLASSES
 from tests.lake import KEYED, variant_environ
 
 MARTS = sorted({src.mart for cls in CLASSES for src in cls.sources})
-LAYOUT = re.compile(r"ext/tableau-(\d{4})/region=us-east-1/accountId=external/eventDay=(\d{8})/"
-                    r"part-[^/]+\.zstd\.parquet")
+LAYOUT = re.compile(
+    r"ext/tableau-(\d{4})/region=us-east-1/accountId=external/eventDay=(\d{8})/"
+    r"part-[^/]+\.zstd\.parquet"
+)
 # The rows of each mart that no class exports, and why (docs/ocsf.md): no grantee, no user identified
 # (legacy-edition sign-ins carry only an integer user id), or exported from fct_user_lifecycle already.
 UNMAPPED = {
@@ -85,8 +87,13 @@ def test_the_export_writes_each_class_in_security_lakes_layout(spark, ocsf_lake,
         expected = sum(spark.table(f"{gold}.{src.mart}").where(src.rows or "true").count() for src in cls.sources)
         assert expected > 0, f"the sample holds no row for {cls.uid}: the test would prove nothing"
         assert result.events == expected, (cls.uid, result.events, expected)
-        assert any(line.startswith(f"ocsf: {cls.uid} {cls.name}: {expected:,} events -> ext/tableau-{cls.uid}/"
-                                   "region=us-east-1/accountId=external/eventDay=") for line in lines), lines
+        assert any(
+            line.startswith(
+                f"ocsf: {cls.uid} {cls.name}: {expected:,} events -> ext/tableau-{cls.uid}/"
+                "region=us-east-1/accountId=external/eventDay="
+            )
+            for line in lines
+        ), lines
     files = _files(out)
     assert files and all(LAYOUT.fullmatch(f) for f in files), sorted(files)
     assert {LAYOUT.fullmatch(f).group(1) for f in files} == {str(cls.uid) for cls in CLASSES}
@@ -113,12 +120,17 @@ def test_every_event_validates_against_the_ocsf_schema(first_export):
         if key not in validators:
             name = ocsf.lookup_class_name_from_uid(class_uid=event["class_uid"])
             validators[key] = Draft202012Validator(ocsf.get_class_schema(class_name=name, profiles=list(profiles)))
-        problems += [f"{event['class_uid']} {event['metadata']['uid']}: {e.message[:200]}"
-                     for e in validators[key].iter_errors(event)]
+        problems += [
+            f"{event['class_uid']} {event['metadata']['uid']}: {e.message[:200]}"
+            for e in validators[key].iter_errors(event)
+        ]
         definition = next(c for c in schema["classes"].values() if c["uid"] == event["class_uid"])
         activity = definition["attributes"]["activity_id"]["enum"][str(event["activity_id"])]["caption"]
         assert (event["class_name"], event["category_uid"], event["activity_name"]) == (
-            definition["caption"], definition["category_uid"], activity)
+            definition["caption"],
+            definition["category_uid"],
+            activity,
+        )
         assert event["type_uid"] == event["class_uid"] * 100 + event["activity_id"]
         assert event["metadata"]["version"] == "1.3.0"
         assert event["metadata"]["product"] == {"name": "Tableau", "vendor_name": "Salesforce"}
@@ -159,11 +171,16 @@ def test_only_rows_added_to_gold_since_are_exported(spark, ocsf_lake, first_expo
     for mart, n in (("fct_logins", 2), ("fct_content_access", 1)):
         table = spark.table(f"{gold}.{mart}")
         newest = table.agg(F.max("silver_ingest_ts")).first()[0]
-        (table.where("actor_user_luid IS NOT NULL" if mart == "fct_content_access" else "user_luid IS NOT NULL")
-         .orderBy("event_id").limit(n)
-         .withColumn("event_id", F.concat(F.lit("new-"), "event_id"))
-         .withColumn("silver_ingest_ts", F.lit(newest + timedelta(hours=1)))
-         .write.format("delta").mode("append").saveAsTable(f"{gold}.{mart}"))
+        (
+            table.where("actor_user_luid IS NOT NULL" if mart == "fct_content_access" else "user_luid IS NOT NULL")
+            .orderBy("event_id")
+            .limit(n)
+            .withColumn("event_id", F.concat(F.lit("new-"), "event_id"))
+            .withColumn("silver_ingest_ts", F.lit(newest + timedelta(hours=1)))
+            .write.format("delta")
+            .mode("append")
+            .saveAsTable(f"{gold}.{mart}")
+        )
     results = export_ocsf(spark, ocsf_lake, log=lambda _m: None)
     assert {r.uid: r.events for r in results if r.events} == {3002: 2, 6001: 1}
     new = _files(out) - before

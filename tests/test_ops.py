@@ -30,7 +30,10 @@ def test_a_second_refresh_exits_at_once_naming_the_running_one(lake_dir):
         started = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "pipelines.cli", "--env", "test", "refresh"],
-            env=environ, capture_output=True, text=True, timeout=120,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 75, proc.stderr
         assert "another refresh is running" in proc.stderr and f"pid {os.getpid()}" in proc.stderr
@@ -56,10 +59,15 @@ def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
     environ = variant_environ(lake_dir, "ops_kill")
     cfg = load_config("test", environ=environ)
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import time; from pipelines.config import load_config; from pipelines.ops import refresh_lock\n"
-         "with refresh_lock(load_config('test'), log=print):\n    print('held', flush=True); time.sleep(300)"],
-        env=environ, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import time; from pipelines.config import load_config; from pipelines.ops import refresh_lock\n"
+            "with refresh_lock(load_config('test'), log=print):\n    print('held', flush=True); time.sleep(300)",
+        ],
+        env=environ,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -95,7 +103,9 @@ def test_sql_output_formats():
     table = format_rows(columns, rows, "table")
     assert "| hist_login | 3    | 2026-06-01 09:00:00 |" in table and "(2 rows)" in table
     assert format_rows(columns, rows, "csv").splitlines() == [
-        "event_type,n,at", "hist_login,3,2026-06-01 09:00:00", '"x,y",,'
+        "event_type,n,at",
+        "hist_login,3,2026-06-01 09:00:00",
+        '"x,y",,',
     ]
     lines = [json.loads(line) for line in format_rows(columns, rows, "json").splitlines()]
     assert lines[0] == {"event_type": "hist_login", "n": 3, "at": "2026-06-01 09:00:00"} and lines[1]["n"] is None

@@ -48,8 +48,11 @@ def test_a_column_listed_twice_or_a_group_under_the_wrong_role_is_refused():
     with pytest.raises(CatalogueError, match="site.email has two roles: email and none"):
         _parse(twice)
     wrong = {s: {"none": ["a"]} for s in SOURCES}
-    wrong["tenant"] = {"email": ["email"], "person_name": ["user_name"],
-                       "people": [{"who": "user", "person_name": ["email"]}]}
+    wrong["tenant"] = {
+        "email": ["email"],
+        "person_name": ["user_name"],
+        "people": [{"who": "user", "person_name": ["email"]}],
+    }
     with pytest.raises(CatalogueError, match="people group 'user' lists \\['email'\\]"):
         _parse(wrong)
 

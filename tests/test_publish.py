@@ -31,12 +31,14 @@ TOKEN_NAME, TOKEN = "auditlake-publisher", "pat-secret-for-tests"
 
 COLUMNS = {
     "fct_logins": "event_id text, outcome text, silver_ingest_ts timestamp, site_luid text, user_luid text, "
-                  "login_method text",
+    "login_method text",
     "dim_users": "site_luid text, user_luid text, user_name text, site_role text",
     "dim_sites": "site_luid text, tenant_name text, silver_ingest_ts timestamp",
 }
-SIGNATURES = {name: ",".join(f"{c.split()[0]}:{'string' if c.split()[1] == 'text' else c.split()[1]}"
-                             for c in cols.split(", ")) for name, cols in COLUMNS.items()}
+SIGNATURES = {
+    name: ",".join(f"{c.split()[0]}:{'string' if c.split()[1] == 'text' else c.split()[1]}" for c in cols.split(", "))
+    for name, cols in COLUMNS.items()
+}
 T0 = datetime(2024, 5, 1, 10, 0)
 LOGINS = [
     ("e1", "success", datetime(2024, 5, 1, 9, 0), "s1", "u1", "password"),
@@ -48,8 +50,12 @@ SITES = [("s1", "Acme", datetime(2024, 4, 30, 8, 0))]
 MARKS = {
     "fct_logins": {"mode": "upsert", "signature": SIGNATURES["fct_logins"], "source_version": 3, "watermark": T0},
     "dim_users": {"mode": "replace", "signature": SIGNATURES["dim_users"], "source_version": 2},
-    "dim_sites": {"mode": "upsert", "signature": SIGNATURES["dim_sites"], "source_version": 1,
-                  "watermark": datetime(2024, 4, 30, 8, 0)},
+    "dim_sites": {
+        "mode": "upsert",
+        "signature": SIGNATURES["dim_sites"],
+        "source_version": 1,
+        "watermark": datetime(2024, 4, 30, 8, 0),
+    },
     META: {"key_id": "key-1", "erasures": 0},
 }
 # what the next export brings: two new sign-ins, e2 rewritten by gold under its key (newer timestamp), a
@@ -60,13 +66,26 @@ NEW_LOGINS = [
     ("e4", "failure", datetime(2024, 5, 2, 10, 0), "s1", "u3", "password"),
     ("e5", "success", T1, "s1", "u1", "saml"),
 ]
-NEW_USERS = [("s1", "u1", "alice", "SiteAdministratorExplorer"), ("s1", "u2", "bob", "Viewer"),
-             ("s1", "u3", "carol", "Creator")]
-UPSERT_LOGINS = {"action": "upsert", "source-schema": SCHEMA, "source-table": "fct_logins", "target-schema": SCHEMA,
-                 "target-table": "fct_logins",
-                 "condition": {"op": "eq", "target-col": "event_id", "source-col": "event_id"}}
-REPLACE_USERS = {"action": "replace", "source-schema": SCHEMA, "source-table": "dim_users", "target-schema": SCHEMA,
-                 "target-table": "dim_users"}
+NEW_USERS = [
+    ("s1", "u1", "alice", "SiteAdministratorExplorer"),
+    ("s1", "u2", "bob", "Viewer"),
+    ("s1", "u3", "carol", "Creator"),
+]
+UPSERT_LOGINS = {
+    "action": "upsert",
+    "source-schema": SCHEMA,
+    "source-table": "fct_logins",
+    "target-schema": SCHEMA,
+    "target-table": "fct_logins",
+    "condition": {"op": "eq", "target-col": "event_id", "source-col": "event_id"},
+}
+REPLACE_USERS = {
+    "action": "replace",
+    "source-schema": SCHEMA,
+    "source-table": "dim_users",
+    "target-schema": SCHEMA,
+    "target-table": "dim_users",
+}
 SIGNED_IN = ["signin", "server_info"]
 
 
@@ -96,7 +115,8 @@ def _rows(path: Path) -> dict[str, list[tuple]]:
             for table in conn.catalog.get_table_names(SCHEMA):
                 rows = conn.execute_list_query(f"SELECT * FROM {table}")
                 out[str(table.name.unescaped)] = sorted(
-                    tuple(v.to_datetime() if hasattr(v, "to_datetime") else v for v in row) for row in rows)
+                    tuple(v.to_datetime() if hasattr(v, "to_datetime") else v for v in row) for row in rows
+                )
     return out
 
 
@@ -108,8 +128,16 @@ def _export_changes(path: Path) -> dict:
     marks["dim_users"]["source_version"] = 3
     logins, users = f"{_q(SCHEMA)}.{_q('fct_logins')}", f"{_q(SCHEMA)}.{_q('dim_users')}"
     keys = ", ".join(_sql_text(row[0]) for row in NEW_LOGINS)
-    _hyper(path, [f"DELETE FROM {logins} WHERE event_id IN ({keys})", *_insert("fct_logins", NEW_LOGINS),
-                  f"DELETE FROM {users}", *_insert("dim_users", NEW_USERS)], marks)
+    _hyper(
+        path,
+        [
+            f"DELETE FROM {logins} WHERE event_id IN ({keys})",
+            *_insert("fct_logins", NEW_LOGINS),
+            f"DELETE FROM {users}",
+            *_insert("dim_users", NEW_USERS),
+        ],
+        marks,
+    )
     return marks
 
 
@@ -120,14 +148,20 @@ def _state(path: Path) -> dict:
 def _json_marks(marks: dict) -> dict:
     """Marks as the state file holds them: watermarks in ISO text, null where there is none (the META
     row included: publish reads every row of the marks table alike)."""
-    return {name: {**m, "watermark": m["watermark"].isoformat() if m.get("watermark") else None}
-            for name, m in marks.items()}
+    return {
+        name: {**m, "watermark": m["watermark"].isoformat() if m.get("watermark") else None}
+        for name, m in marks.items()
+    }
 
 
 @pytest.fixture
 def tableau():
-    server = TableauServer.start(token_name=TOKEN_NAME, token_secret=TOKEN, datasource_id=DATASOURCE_ID,
-                                 projects={"Default": "p-default", "Finance": "p-finance", "Security": SECURITY})
+    server = TableauServer.start(
+        token_name=TOKEN_NAME,
+        token_secret=TOKEN,
+        datasource_id=DATASOURCE_ID,
+        projects={"Default": "p-default", "Finance": "p-finance", "Security": SECURITY},
+    )
     yield server
     server.stop()
 
@@ -142,17 +176,30 @@ def setup(tableau, tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     environ = variant_environ(tmp_path, "publish")
     environ.setdefault("AUDITLAKE_PSEUDONYM_KEY", "p" * 64)
-    environ |= {"AUDITLAKE__TABLEAU__SERVER_URL": tableau.url, "AUDITLAKE__TABLEAU__SITE": "audit",
-                "AUDITLAKE__TABLEAU__PROJECT": "Security", "AUDITLAKE__TABLEAU__JOB_TIMEOUT_SECONDS": "30",
-                "AUDITLAKE_TABLEAU_TOKEN_NAME": TOKEN_NAME, "AUDITLAKE_TABLEAU_TOKEN": TOKEN}
+    environ |= {
+        "AUDITLAKE__TABLEAU__SERVER_URL": tableau.url,
+        "AUDITLAKE__TABLEAU__SITE": "audit",
+        "AUDITLAKE__TABLEAU__PROJECT": "Security",
+        "AUDITLAKE__TABLEAU__JOB_TIMEOUT_SECONDS": "30",
+        "AUDITLAKE_TABLEAU_TOKEN_NAME": TOKEN_NAME,
+        "AUDITLAKE_TABLEAU_TOKEN": TOKEN,
+    }
     cfg = load_config("test", environ=environ)
     path = hyper_path(cfg)
     path.parent.mkdir(parents=True)
     assert incremental_keys()["fct_logins"] == "event_id"  # the upsert key publish sends comes from the dbt model
-    _hyper(path, [f"CREATE SCHEMA {_q(SCHEMA)}",
-                  *(f"CREATE TABLE {_q(SCHEMA)}.{_q(name)} ({cols})" for name, cols in COLUMNS.items()),
-                  *_insert("fct_logins", LOGINS), *_insert("dim_users", USERS), *_insert("dim_sites", SITES)],
-           MARKS, create=True)
+    _hyper(
+        path,
+        [
+            f"CREATE SCHEMA {_q(SCHEMA)}",
+            *(f"CREATE TABLE {_q(SCHEMA)}.{_q(name)} ({cols})" for name, cols in COLUMNS.items()),
+            *_insert("fct_logins", LOGINS),
+            *_insert("dim_users", USERS),
+            *_insert("dim_sites", SITES),
+        ],
+        MARKS,
+        create=True,
+    )
     return cfg, path
 
 
@@ -187,8 +234,12 @@ def test_first_publish_sends_the_package_whole_in_overwrite_mode(setup, tableau,
     assert lines == [report.summary] and "published whole (Overwrite)" in report.summary
     state = _state(path)
     assert state["datasource_id"] == DATASOURCE_ID and state["marks"] == _json_marks(MARKS)
-    assert state["target"] == {"server_url": tableau.url, "site": "audit", "project": "Security",
-                               "datasource_name": cfg.get("tableau.datasource_name")}
+    assert state["target"] == {
+        "server_url": tableau.url,
+        "site": "audit",
+        "project": "Security",
+        "datasource_name": cfg.get("tableau.datasource_name"),
+    }
 
 
 def test_a_package_of_64_mb_or_more_goes_through_file_uploads(setup, tableau, monkeypatch):

@@ -68,8 +68,9 @@ def test_data_docs_list_every_suite(clean_lake):
         assert suite in html
 
 
-def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, clean_lake, lake_dir,
-                                                                         monkeypatch, capsys):
+def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(
+    spark, clean_lake, lake_dir, monkeypatch, capsys
+):
     """`reconcile`, `dq report` and `refresh --summary` (the one .ci/run calls) print the lake's checks
     and the latest quality run; an unbalanced lake exits 1."""
     from pipelines.cli import main
@@ -96,8 +97,9 @@ def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(spark, c
         spark.sql(f"RESTORE TABLE {ledger} TO VERSION AS OF {version}")
 
 
-def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop_it(spark, clean_lake, lake_dir,
-                                                                                   monkeypatch, capsys):
+def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop_it(
+    spark, clean_lake, lake_dir, monkeypatch, capsys
+):
     """`refresh --every`: runs on time in one process; the first run fails (its source down), the
     next ones still come; the exit code says one failed; a period it cannot read is a usage error."""
     import pipelines.refresh
@@ -162,9 +164,7 @@ def test_future_timestamps_are_stopped(spark, clean_lake, gate):
     events = _events(spark, cfg)
     events = events.withColumn(
         "event_time",
-        F.when(F.col("event_id") == F.lit(events.first()["event_id"]), F.lit(future)).otherwise(
-            F.col("event_time")
-        ),
+        F.when(F.col("event_id") == F.lit(events.first()["event_id"]), F.lit(future)).otherwise(F.col("event_time")),
     )
     message = _gate_message(
         gate, "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events)
@@ -219,8 +219,11 @@ def test_pandas_and_spark_engines_judge_alike(spark, clean_lake):
             for o in gate.outcomes
         )
     failed = {(key, column) for key, column, success, *_ in judged["pandas"] if not success}
-    assert {("event_id_unique", "event_id"), ("documented_codes", "site_role_id"),
-            ("luid_shape", "actor_user_luid")} <= failed
+    assert {
+        ("event_id_unique", "event_id"),
+        ("documented_codes", "site_role_id"),
+        ("luid_shape", "actor_user_luid"),
+    } <= failed
     assert judged["pandas"] == judged["spark"]
 
 

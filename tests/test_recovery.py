@@ -52,9 +52,13 @@ def test_a_killed_checkpoint_write_no_longer_stops_the_first_batch(spark, tmp_pa
     (offsets / ".0.6f1c2d-killed.tmp").write_text("v1\n")
 
     def run_stream() -> None:
-        query = (spark.readStream.text(str(source)).writeStream.format("delta")
-                 .option("checkpointLocation", str(checkpoints / "bronze_site"))
-                 .trigger(availableNow=True).start(str(tmp_path / "table")))
+        query = (
+            spark.readStream.text(str(source))
+            .writeStream.format("delta")
+            .option("checkpointLocation", str(checkpoints / "bronze_site"))
+            .trigger(availableNow=True)
+            .start(str(tmp_path / "table"))
+        )
         query.awaitTermination()
 
     with pytest.raises(Exception, match="STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY"):

@@ -51,8 +51,12 @@ def test_s3_profile_needs_the_key_variables_unless_the_provider_chain_is_used():
 def test_s3_settings_reach_hadoop(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "id")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    cfg = load_config("s3", environ=dict(os.environ, AUDITLAKE__S3__ENDPOINT="http://127.0.0.1:9000",
-                                         AUDITLAKE__S3__PATH_STYLE_ACCESS="true"))
+    cfg = load_config(
+        "s3",
+        environ=dict(
+            os.environ, AUDITLAKE__S3__ENDPOINT="http://127.0.0.1:9000", AUDITLAKE__S3__PATH_STYLE_ACCESS="true"
+        ),
+    )
     conf = s3_conf(cfg)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
@@ -112,12 +116,15 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
             """The `auditlake` commands one after the other in one process (one Spark start) -> each
             one's output."""
             argv = [["--env", "s3", *c] for c in commands]
-            code = ("import sys; from pipelines.cli import main\n"
-                    f"for a in {argv!r}:\n    rc = main(a); print({MARK!r}, flush=True)\n    if rc: sys.exit(rc)")
-            run = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=environ, capture_output=True,
-                                 text=True, timeout=1800)
+            code = (
+                "import sys; from pipelines.cli import main\n"
+                f"for a in {argv!r}:\n    rc = main(a); print({MARK!r}, flush=True)\n    if rc: sys.exit(rc)"
+            )
+            run = subprocess.run(
+                [sys.executable, "-c", code], cwd=PROJECT, env=environ, capture_output=True, text=True, timeout=1800
+            )
             assert run.returncode == 0, f"auditlake {commands}:\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
-            return run.stdout.split(MARK + "\n")[:len(commands)]
+            return run.stdout.split(MARK + "\n")[: len(commands)]
 
         # hadoop-aws and the SDK bundle, from Maven Central unless cached; then the first refresh
         _setup, first = auditlake(("setup",), ("refresh", "--layers", "bronze,silver"))
@@ -127,19 +134,37 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
 
         cfg = load_config("s3", environ=environ)
         logs = _table_logs(client, "warehouse/")
-        for schema, table in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
-                              ("silver", "site_events"), ("silver", "tenant_events"),
-                              ("silver", "quarantine"), ("ops", "refresh_runs")]:
+        for schema, table in [
+            ("bronze", "site_events_raw"),
+            ("bronze", "tenant_events_raw"),
+            ("silver", "site_events"),
+            ("silver", "tenant_events"),
+            ("silver", "quarantine"),
+            ("ops", "refresh_runs"),
+        ]:
             assert f"warehouse/{cfg.get(f'{schema}.schema')}.db/{table}" in logs, (schema, table, sorted(logs))
         assert not (tmp_path / "data" / "warehouse").exists(), "no table was written locally"
         assert client.list_objects_v2(Bucket=LAKE_BUCKET, Prefix="checkpoints/")["KeyCount"] > 0
 
         # a second refresh, then the tables read back by a fresh process
         layers = ("--layers", "bronze,silver")
-        second, counts = auditlake(("refresh", *layers), ("sql", "--format", "csv", " UNION ALL ".join(
-            f"SELECT '{name}', count(*) FROM {cfg.get(schema + '.schema')}.{name}"
-            for schema, name in [("bronze", "site_events_raw"), ("bronze", "tenant_events_raw"),
-                                 ("silver", "site_events"), ("silver", "tenant_events")])))
+        second, counts = auditlake(
+            ("refresh", *layers),
+            (
+                "sql",
+                "--format",
+                "csv",
+                " UNION ALL ".join(
+                    f"SELECT '{name}', count(*) FROM {cfg.get(schema + '.schema')}.{name}"
+                    for schema, name in [
+                        ("bronze", "site_events_raw"),
+                        ("bronze", "tenant_events_raw"),
+                        ("silver", "site_events"),
+                        ("silver", "tenant_events"),
+                    ]
+                ),
+            ),
+        )
         assert "0 new to read" in second and "0 files landed" in second
         after = _table_logs(client, "warehouse/")
         ops = f"warehouse/{cfg.get('ops.schema')}.db/"

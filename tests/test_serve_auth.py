@@ -29,15 +29,25 @@ AUDITORS = f"ou=auditors,{SUFFIX}"
 
 
 def test_with_ldap_the_auditors_need_dns_of_their_own():
-    ldap = {**os.environ, "AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": "ldap://127.0.0.1:389",
-            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE}
+    ldap = {
+        **os.environ,
+        "AUDITLAKE__SERVE__AUTH": "ldap",
+        "AUDITLAKE__SERVE__LDAP__URL": "ldap://127.0.0.1:389",
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE,
+    }
     with pytest.raises(ConfigError, match="serve.ldap.auditor_base_dn.*auditors sign in under DNs of their own"):
         load_config("test", environ=ldap)
     with pytest.raises(ConfigError, match="serve.ldap.auditor_base_dn.*must differ from serve.ldap.base_dn"):
         load_config("test", environ={**ldap, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE})
     with pytest.raises(ConfigError, match="serve.ldap.ca_cert' is '/nowhere/ca.pem': no such file"):
-        load_config("test", environ={**ldap, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS,
-                                     "AUDITLAKE__SERVE__LDAP__CA_CERT": "/nowhere/ca.pem"})
+        load_config(
+            "test",
+            environ={
+                **ldap,
+                "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS,
+                "AUDITLAKE__SERVE__LDAP__CA_CERT": "/nowhere/ca.pem",
+            },
+        )
 
 
 def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loads():
@@ -45,8 +55,12 @@ def test_a_server_beyond_loopback_without_sign_in_is_refused_when_the_config_loa
     with pytest.raises(ConfigError, match=r"serve.host.*not a loopback address.*serve.auth is none"):
         load_config("test", environ=environ)
     # with LDAP it may listen on every interface; on loopback it may go without
-    ldap = {"AUDITLAKE__SERVE__AUTH": "ldap", "AUDITLAKE__SERVE__LDAP__URL": "ldaps://ldap.example.com",
-            "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS}
+    ldap = {
+        "AUDITLAKE__SERVE__AUTH": "ldap",
+        "AUDITLAKE__SERVE__LDAP__URL": "ldaps://ldap.example.com",
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": PEOPLE,
+        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": AUDITORS,
+    }
     assert load_config("test", environ={**environ, **ldap}).get("serve.host") == "0.0.0.0"
     loopback = load_config("test", environ={**os.environ, "AUDITLAKE__SERVE__HOST": "localhost"})
     assert loopback.get("serve.auth") == "none"
@@ -64,13 +78,53 @@ def make_tls_material(directory: Path) -> dict[str, Path]:
     PEM (impyla, Tableau) and a truststore holding it (beeline, JDBC)."""
     keystore, pem, truststore = directory / "server.p12", directory / "server.pem", directory / "truststore.p12"
     for args in (
-        ["-genkeypair", "-alias", "auditlake", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2",
-         "-dname", "CN=localhost", "-ext", "SAN=dns:localhost,ip:127.0.0.1", "-storetype", "PKCS12",
-         "-keystore", keystore, "-storepass", KEYSTORE_PASSWORD],
-        ["-exportcert", "-rfc", "-alias", "auditlake", "-keystore", keystore, "-storepass", KEYSTORE_PASSWORD,
-         "-file", pem],
-        ["-importcert", "-noprompt", "-alias", "auditlake", "-file", pem, "-storetype", "PKCS12",
-         "-keystore", truststore, "-storepass", TRUSTSTORE_PASSWORD],
+        [
+            "-genkeypair",
+            "-alias",
+            "auditlake",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            "2",
+            "-dname",
+            "CN=localhost",
+            "-ext",
+            "SAN=dns:localhost,ip:127.0.0.1",
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            keystore,
+            "-storepass",
+            KEYSTORE_PASSWORD,
+        ],
+        [
+            "-exportcert",
+            "-rfc",
+            "-alias",
+            "auditlake",
+            "-keystore",
+            keystore,
+            "-storepass",
+            KEYSTORE_PASSWORD,
+            "-file",
+            pem,
+        ],
+        [
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "auditlake",
+            "-file",
+            pem,
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            truststore,
+            "-storepass",
+            TRUSTSTORE_PASSWORD,
+        ],
     ):
         subprocess.run([KEYTOOL, *map(str, args)], check=True, capture_output=True)
     return {"keystore": keystore, "pem": pem, "truststore": truststore}
@@ -87,11 +141,17 @@ def server(tmp_path_factory):
     ldap = LdapServer.start({USER: PASSWORD, "other": "other-password"}, tls=True)
     port = free_port()
     env = {
-        **os.environ, "AUDITLAKE_ENV": "test", "AUDITLAKE__PATHS__DATA_DIR": str(tmp / "lake"),
-        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"), "AUDITLAKE__SERVE__AUDITOR_PORT": str(port),
-        "AUDITLAKE__SERVE__PORT": str(free_port()), "AUDITLAKE__SERVE__AUTH": "ldap",
-        "AUDITLAKE__SERVE__LDAP__URL": ldap.url, "AUDITLAKE__SERVE__LDAP__BASE_DN": f"ou=analysts,{SUFFIX}",
-        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE, "AUDITLAKE__SERVE__LDAP__CA_CERT": str(ldap.ca_cert),
+        **os.environ,
+        "AUDITLAKE_ENV": "test",
+        "AUDITLAKE__PATHS__DATA_DIR": str(tmp / "lake"),
+        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp / "lake" / "landing"),
+        "AUDITLAKE__SERVE__AUDITOR_PORT": str(port),
+        "AUDITLAKE__SERVE__PORT": str(free_port()),
+        "AUDITLAKE__SERVE__AUTH": "ldap",
+        "AUDITLAKE__SERVE__LDAP__URL": ldap.url,
+        "AUDITLAKE__SERVE__LDAP__BASE_DN": f"ou=analysts,{SUFFIX}",
+        "AUDITLAKE__SERVE__LDAP__AUDITOR_BASE_DN": PEOPLE,
+        "AUDITLAKE__SERVE__LDAP__CA_CERT": str(ldap.ca_cert),
         "AUDITLAKE__SERVE__TLS__ENABLED": "true",
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
@@ -104,14 +164,20 @@ def server(tmp_path_factory):
 
 
 def tls_url(port: int, tls: dict[str, Path]) -> str:
-    return (f"jdbc:hive2://{HOST}:{port}/default;ssl=true;sslTrustStore={tls['truststore']};"
-            f"trustStorePassword={TRUSTSTORE_PASSWORD}")
+    return (
+        f"jdbc:hive2://{HOST}:{port}/default;ssl=true;sslTrustStore={tls['truststore']};"
+        f"trustStorePassword={TRUSTSTORE_PASSWORD}"
+    )
 
 
 def impyla(port: int, user: str, password: str, ca_cert: Path | str, query: str) -> subprocess.CompletedProcess:
     assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
-    return subprocess.run([str(CLIENT_PYTHON), str(SIGN_IN), HOST, str(port), user, password, str(ca_cert), query],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [str(CLIENT_PYTHON), str(SIGN_IN), HOST, str(port), user, password, str(ca_cert), query],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 @pytest.mark.subprocess
@@ -159,8 +225,13 @@ def test_without_the_directorys_ca_an_ldaps_sign_in_is_refused(server, tmp_path)
     same password is refused (the JVM's own CAs do not know the test's CA)."""
     port, tls, env, _ldap = server
     other = free_port()
-    env = {**env, "AUDITLAKE__SERVE__LDAP__CA_CERT": "", "AUDITLAKE__SERVE__AUDITOR_PORT": str(other),
-           "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"), "AUDITLAKE__PATHS__LANDING_DIR": str(tmp_path)}
+    env = {
+        **env,
+        "AUDITLAKE__SERVE__LDAP__CA_CERT": "",
+        "AUDITLAKE__SERVE__AUDITOR_PORT": str(other),
+        "AUDITLAKE__PATHS__DATA_DIR": str(tmp_path / "lake"),
+        "AUDITLAKE__PATHS__LANDING_DIR": str(tmp_path),
+    }
     with serving([str(AUDITLAKE), "serve", "--role", "auditor"], env, other, tmp_path / "serve.log", timeout=240):
         with pytest.raises(RuntimeError, match="Error validating the login"):
             beeline_rows(tls_url(other, tls), "SELECT 1", user=USER, password=PASSWORD)

@@ -194,8 +194,11 @@ def test_silver_files_keep_statistics_on_the_columns_reads_filter_on(spark, lake
 def test_a_run_with_nothing_new_writes_no_commit(spark, lake):
     cfg, _, _, _ = lake
     t = tables(cfg)
-    names = [t.bronze_raw(f) for f in bronze.FAMILIES] + [t.silver_events(f) for f in bronze.FAMILIES] + [
-        t.file_ledger, t.quarantine, t.duplicates, t.silver_batches]
+    names = (
+        [t.bronze_raw(f) for f in bronze.FAMILIES]
+        + [t.silver_events(f) for f in bronze.FAMILIES]
+        + [t.file_ledger, t.quarantine, t.duplicates, t.silver_batches]
+    )
 
     def versions():
         return {n: spark.sql(f"DESCRIBE HISTORY {n} LIMIT 1").first()["version"] for n in names}

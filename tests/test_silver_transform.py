@@ -20,8 +20,10 @@ SITE = "11111111-2222-3333-4444-555555555555"
 def bronze_frame(spark, lines: list[str], family: str = "site", folder_type: str | list | None = None):
     """``folder_type``: the ``eventType=`` folder of every line, of each line (a list), or none."""
     folders = folder_type if isinstance(folder_type, list) else [folder_type] * len(lines)
-    path = lambda i: (f"/landing/{family}/" + (f"eventType={folders[i]}/" if folders[i] else "")  # noqa: E731
-                      + f"part-{i}.json")
+
+    def path(i: int) -> str:
+        return f"/landing/{family}/" + (f"eventType={folders[i]}/" if folders[i] else "") + f"part-{i}.json"
+
     raw = spark.createDataFrame(
         [(line, path(i), 100, None) for i, line in enumerate(lines)],
         "value string, source_file string, source_file_size long, source_file_mtime timestamp",
@@ -280,8 +282,13 @@ def test_luids_are_lower_cased_and_other_ids_keep_their_case(spark):
     # tenant: ids that are UUIDs, alone or as a comma list
     tenant_id = "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
     site_ids = "AAAAAAAA-1111-2222-3333-444444444444, BBBBBBBB-1111-2222-3333-444444444444"
-    rec = {"eventType": "update_private_connection", "eventTime": "2026-06-01T10:00:00Z", "tenantId": tenant_id,
-           "newSiteIds": site_ids, "initiatingUserId": "Admin-1"}
+    rec = {
+        "eventType": "update_private_connection",
+        "eventTime": "2026-06-01T10:00:00Z",
+        "tenantId": tenant_id,
+        "newSiteIds": site_ids,
+        "initiatingUserId": "Admin-1",
+    }
     (row,), _ = silver_of(spark, [rec], family="tenant")
     assert row["tenant_id"] == tenant_id.lower() and row["new_site_ids"] == site_ids.lower()
     assert row["initiating_user_id"] == "Admin-1"
@@ -307,14 +314,24 @@ def test_integers_past_32_bits_keep_their_value(spark, family, record, column):
 def test_legacy_codes_are_decoded_with_the_legacy_list(spark):
     from pipelines.activity_log.silver.views import event_attribute_columns
 
-    legacy = {"eventType": "hist_delete_system_user", "eventTime": "2026-06-01T10:00:00Z", "actorUserId": 5,
-              "siteLuid": SITE, "siteRoleId": 4, "licensingRoleName": "Viewer", "name": "ann"}
+    legacy = {
+        "eventType": "hist_delete_system_user",
+        "eventTime": "2026-06-01T10:00:00Z",
+        "actorUserId": 5,
+        "siteLuid": SITE,
+        "siteRoleId": 4,
+        "licensingRoleName": "Viewer",
+        "name": "ann",
+    }
     current = login(siteRoleId=9)
     legacy_basic = legacy | {"siteRoleId": 9}
     lines = [json.dumps(r) for r in (legacy, current, legacy_basic)]
     events = to_silver(bronze_frame(spark, lines), "site").events
-    decode = next(sql for sql, name, _ in event_attribute_columns("site", "hist_delete_system_user")
-                  if name == "site_role")
-    got = sorted((r["edition"], r["site_role_id"], r["site_role"])
-                 for r in events.selectExpr("edition", "site_role_id", f"{decode} AS site_role").collect())
+    decode = next(
+        sql for sql, name, _ in event_attribute_columns("site", "hist_delete_system_user") if name == "site_role"
+    )
+    got = sorted(
+        (r["edition"], r["site_role_id"], r["site_role"])
+        for r in events.selectExpr("edition", "site_role_id", f"{decode} AS site_role").collect()
+    )
     assert got == [("current", 9, "Viewer"), ("legacy", 4, "ViewerWithPublish"), ("legacy", 9, "BasicUser")]

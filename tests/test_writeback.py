@@ -43,29 +43,41 @@ def row(database: str = "metadata", parse_status: str = "ok", raw_record: str | 
         "IDWIDGETCONFIGURATION": WIDGET,
         "WRITEBACK_SITE": "default",
     } | values
-    return base | {"database": database, "parse_status": parse_status,
-                   "raw_record": raw_record or json.dumps(base, sort_keys=True), "source": "inline"}
+    return base | {
+        "database": database,
+        "parse_status": parse_status,
+        "raw_record": raw_record or json.dumps(base, sort_keys=True),
+        "source": "inline",
+    }
 
 
 def silver(spark, rows: list[dict]):
-    frame = spark.createDataFrame([tuple(r[c] for c in SOURCE_COLUMNS) for r in rows],
-                                  ", ".join(f"`{c}` string" for c in SOURCE_COLUMNS))
+    frame = spark.createDataFrame(
+        [tuple(r[c] for c in SOURCE_COLUMNS) for r in rows], ", ".join(f"`{c}` string" for c in SOURCE_COLUMNS)
+    )
     frames = to_writeback_silver(to_bronze_rows(frame, "run-t"))
     return {r["id"]: r.asDict() for r in frames.audit.collect()}, [r.asDict() for r in frames.quarantine.collect()]
 
 
 def test_actions_are_decoded(spark):
     ids = [f"{i:08x}-0000-4000-8000-000000000000" for i in range(7)]
-    audit, quarantine = silver(spark, [
-        row(ID=ids[0], ACTIONNAME="INSERT_DATA", DATASETKEY=NEW),
-        row(ID=ids[1], ACTIONNAME="DELETE_DATA", DATASETKEY=OLD),
-        row(ID=ids[2], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="editDataInsert", DATASETKEY=NEW),
-        row(ID=ids[3], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="editDataDelete", DATASETKEY=OLD),
-        row(ID=ids[4], ACTIONNAME="EDIT_DATA", ACTIONPARAMS=OLD.upper(), DATASETKEY=NEW),
-        row(ID=ids[5], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="somethingElse"),
-        row(ID=ids[6], ACTIONNAME="alter_dataset", ACTIONPARAMS="renameColumn; dropColumn;;addColumn",
-            DATASETKEY=None),
-    ])
+    audit, quarantine = silver(
+        spark,
+        [
+            row(ID=ids[0], ACTIONNAME="INSERT_DATA", DATASETKEY=NEW),
+            row(ID=ids[1], ACTIONNAME="DELETE_DATA", DATASETKEY=OLD),
+            row(ID=ids[2], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="editDataInsert", DATASETKEY=NEW),
+            row(ID=ids[3], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="editDataDelete", DATASETKEY=OLD),
+            row(ID=ids[4], ACTIONNAME="EDIT_DATA", ACTIONPARAMS=OLD.upper(), DATASETKEY=NEW),
+            row(ID=ids[5], ACTIONNAME="EDIT_DATA", ACTIONPARAMS="somethingElse"),
+            row(
+                ID=ids[6],
+                ACTIONNAME="alter_dataset",
+                ACTIONPARAMS="renameColumn; dropColumn;;addColumn",
+                DATASETKEY=None,
+            ),
+        ],
+    )
     assert quarantine == []
     kinds = {i: (a["action_name"], a["edit_kind"]) for i, a in audit.items()}
     assert [kinds[i] for i in ids] == [
@@ -86,12 +98,15 @@ def test_actions_are_decoded(spark):
 
 
 def test_times_and_offsets(spark):
-    audit, _ = silver(spark, [
-        row(ID=ID1),  # the reference's example: local two hours ahead
-        row(ID=ID2, ACTIONDATE_UTC="2026-03-29T01:30:00Z", ACTIONDATE_LOCAL="2026-03-29 04:30:00.4"),
-        row(ID=OLD, ACTIONDATE_UTC="2026-01-10 15:00:00", ACTIONDATE_LOCAL="2026-01-10 10:00:01"),  # New York
-        row(ID=NEW, ACTIONDATE_LOCAL=None),
-    ])
+    audit, _ = silver(
+        spark,
+        [
+            row(ID=ID1),  # the reference's example: local two hours ahead
+            row(ID=ID2, ACTIONDATE_UTC="2026-03-29T01:30:00Z", ACTIONDATE_LOCAL="2026-03-29 04:30:00.4"),
+            row(ID=OLD, ACTIONDATE_UTC="2026-01-10 15:00:00", ACTIONDATE_LOCAL="2026-01-10 10:00:01"),  # New York
+            row(ID=NEW, ACTIONDATE_LOCAL=None),
+        ],
+    )
     ref = audit[ID1.lower()]
     assert ref["action_date_utc"] == datetime(2019, 1, 21, 12, 24, 47)
     assert ref["action_date_local"] == datetime(2019, 1, 21, 14, 24, 47)  # wall clock, as stored
@@ -103,28 +118,40 @@ def test_times_and_offsets(spark):
 
 def test_impossible_rows_are_quarantined_with_reasons(spark):
     ids = [f"{i:08x}-0000-4000-8000-0000000000ff" for i in range(12)]
-    audit, quarantine = silver(spark, [
-        row(ID=None),
-        row(ID="   "),
-        row(ID="row-17"),
-        row(ID=ids[0], ACTIONDATE_UTC=None),
-        row(ID=ids[1], ACTIONDATE_UTC="2026-02-30 25:61:00"),
-        row(ID=ids[2], ACTIONDATE_LOCAL="yesterday"),
-        row(ID=ids[3], ACTIONDATE_LOCAL="2019-01-22 12:24:47"),  # a day away from UTC: no such zone
-        row(ID=ids[4], ACTIONNAME="PURGE_DATA"),
-        row(ID=ids[5], ACTIONNAME=None),
-        row(ID=ids[6], database="archive"),
-        row(ID=None, parse_status="malformed", raw_record="{not json"),
-        row(ID=ids[7]),  # the one good row
-    ])
+    audit, quarantine = silver(
+        spark,
+        [
+            row(ID=None),
+            row(ID="   "),
+            row(ID="row-17"),
+            row(ID=ids[0], ACTIONDATE_UTC=None),
+            row(ID=ids[1], ACTIONDATE_UTC="2026-02-30 25:61:00"),
+            row(ID=ids[2], ACTIONDATE_LOCAL="yesterday"),
+            row(ID=ids[3], ACTIONDATE_LOCAL="2019-01-22 12:24:47"),  # a day away from UTC: no such zone
+            row(ID=ids[4], ACTIONNAME="PURGE_DATA"),
+            row(ID=ids[5], ACTIONNAME=None),
+            row(ID=ids[6], database="archive"),
+            row(ID=None, parse_status="malformed", raw_record="{not json"),
+            row(ID=ids[7]),  # the one good row
+        ],
+    )
     assert list(audit) == [ids[7]]
     reasons = sorted((q["reason"], q["raw_id"] or "") for q in quarantine)
-    assert reasons == sorted([
-        ("null_id", ""), ("null_id", "   "), ("bad_id", "row-17"),
-        ("bad_date", ids[0]), ("bad_date", ids[1]), ("bad_date", ids[2]), ("bad_date", ids[3]),
-        ("unknown_action", ids[4]), ("unknown_action", ids[5]), ("unknown_database", ids[6]),
-        ("malformed_record", ""),
-    ])
+    assert reasons == sorted(
+        [
+            ("null_id", ""),
+            ("null_id", "   "),
+            ("bad_id", "row-17"),
+            ("bad_date", ids[0]),
+            ("bad_date", ids[1]),
+            ("bad_date", ids[2]),
+            ("bad_date", ids[3]),
+            ("unknown_action", ids[4]),
+            ("unknown_action", ids[5]),
+            ("unknown_database", ids[6]),
+            ("malformed_record", ""),
+        ]
+    )
     assert {q["reason"] for q in quarantine} == set(QUARANTINE_REASONS)
     details = {q["raw_id"]: q["detail"] for q in quarantine}
     assert details[ids[1]] == "ACTIONDATE_UTC is not a timestamp: 2026-02-30 25:61:00"
@@ -135,15 +162,18 @@ def test_impossible_rows_are_quarantined_with_reasons(spark):
 
 
 def test_one_row_per_id_with_the_databases_it_was_seen_in(spark):
-    audit, _ = silver(spark, [
-        row("metadata", ID=ID1),
-        row("persistence", ID=ID1.upper()),  # the same action, its ID spelled in capitals
-        row("persistence", ID=ID2, USERNAME="from-persistence"),
-        row("metadata", ID=OLD, ACTIONNAME="ALTER_DATASET", ACTIONPARAMS="addColumn"),
-        row("persistence", ID=NEW, USERNAME="p"),
-        row("metadata", ID=NEW, USERNAME="m"),  # the copies disagree: metadata's wins, flagged
-        row("metadata", ID=NEW, USERNAME="m"),  # the same row twice in one read lands once
-    ])
+    audit, _ = silver(
+        spark,
+        [
+            row("metadata", ID=ID1),
+            row("persistence", ID=ID1.upper()),  # the same action, its ID spelled in capitals
+            row("persistence", ID=ID2, USERNAME="from-persistence"),
+            row("metadata", ID=OLD, ACTIONNAME="ALTER_DATASET", ACTIONPARAMS="addColumn"),
+            row("persistence", ID=NEW, USERNAME="p"),
+            row("metadata", ID=NEW, USERNAME="m"),  # the copies disagree: metadata's wins, flagged
+            row("metadata", ID=NEW, USERNAME="m"),  # the same row twice in one read lands once
+        ],
+    )
     assert len(audit) == 4
     flags = {i: (a["seen_in_metadata"], a["seen_in_persistence"], a["copies_differ"]) for i, a in audit.items()}
     assert flags == {

@@ -59,8 +59,9 @@ def loaded(pg):
     return rows, {PASSWORD_ENV: password}
 
 
-def variant(lake_dir: Path, name: str, pg: PgServer | None = None, secrets: dict[str, str] | None = None,
-            **overrides: str):
+def variant(
+    lake_dir: Path, name: str, pg: PgServer | None = None, secrets: dict[str, str] | None = None, **overrides: str
+):
     environ = dict(os.environ) | (secrets or {})  # load_config checks the jdbc source's password is set
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(lake_dir / name)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(lake_dir / name / "landing")
@@ -109,7 +110,9 @@ def test_every_row_of_both_databases_lands_once(spark, pg, lake):
     landed = [(r["database"], r["ID"]) for r in bronze.select("database", "ID").collect()]
     assert len(landed) == len(set(landed)) and set(landed) == expected
     assert {d.database: d.rows_landed for d in landing.databases} == {
-        "metadata": len(db_rows(pg, "metadata")), "persistence": len(db_rows(pg, "persistence"))}
+        "metadata": len(db_rows(pg, "metadata")),
+        "persistence": len(db_rows(pg, "persistence")),
+    }
     assert {r["source"] for r in bronze.collect()} == {jdbc_source_name(cfg, db) for db in DATABASES.values()}
     # silver: one row per valid ID; the flags say which database(s) held it
     audit = {r["id"]: r for r in spark.table(t.writeback_audit).collect()}
@@ -162,8 +165,16 @@ def test_file_source_and_jdbc_source_give_the_same_silver(spark, lake_dir, lake,
 
 def insert_late(pg, role: str, when: datetime) -> str:
     """A new row committed now, dated ``when`` (UTC); returns its ID."""
-    row = audit_row(random.Random(when.timestamp()), when, ZoneInfo("Europe/Athens"), ACTIONNAME="INSERT_DATA",
-                    DATASET="sales_forecast", WRITEBACK_SITE="default", USERNAME="late.committer", SYSTEM="Server")
+    row = audit_row(
+        random.Random(when.timestamp()),
+        when,
+        ZoneInfo("Europe/Athens"),
+        ACTIONNAME="INSERT_DATA",
+        DATASET="sales_forecast",
+        WRITEBACK_SITE="default",
+        USERNAME="late.committer",
+        SYSTEM="Server",
+    )
     pg.psql(DATABASES[role], insert_sql([row]))
     return row["ID"]
 
@@ -199,6 +210,7 @@ def test_a_row_committed_late_inside_the_overlap_lands(spark, pg, lake, loaded):
     late = spark.table(t.writeback_audit).where(F.col("id") == inside).first()
     assert late["seen_in_metadata"] and late["seen_in_persistence"] and not late["copies_differ"]
 
+
 def test_wrong_password_fails_in_one_line_and_touches_nothing(spark, lake_dir, pg, lake, monkeypatch):
     from pipelines.refresh import run_refresh
 
@@ -210,8 +222,13 @@ def test_wrong_password_fails_in_one_line_and_touches_nothing(spark, lake_dir, p
     with pytest.raises(WritebackSourceError) as caught:
         run_refresh(spark, cfg, ["bronze"], **QUIET)
     message = str(caught.value)
-    for part in (f"host {pg.host}", f"port {pg.port}", "database wb_metadata", "database wb_persistence",
-                 "password authentication failed"):
+    for part in (
+        f"host {pg.host}",
+        f"port {pg.port}",
+        "database wb_metadata",
+        "database wb_persistence",
+        "password authentication failed",
+    ):
         assert part in message
     assert "\n" not in message and "not-the-password" not in message
     assert {n: version(spark, n) for n in kept} == before
@@ -219,7 +236,12 @@ def test_wrong_password_fails_in_one_line_and_touches_nothing(spark, lake_dir, p
 
 def test_unreachable_server_names_host_port_database(spark, lake_dir, loaded):
     cfg = variant(
-        lake_dir, "wbdown", secrets=loaded[1], source="jdbc", jdbc__host="127.0.0.1", jdbc__port="1",
+        lake_dir,
+        "wbdown",
+        secrets=loaded[1],
+        source="jdbc",
+        jdbc__host="127.0.0.1",
+        jdbc__port="1",
         jdbc__password_env=PASSWORD_ENV,
     )
     landing = land_writeback(spark, cfg, "run", environ=loaded[1], **QUIET)

@@ -56,10 +56,14 @@ def _new_rows(spark: SparkSession, cfg: Config, family: str, events: DataFrame) 
     t = tables(cfg)
     site = F.coalesce(F.col("site_luid"), F.lit("")) if family == "site" else F.lit("")
     processed = F.col(PROCESSED_TIME) if PROCESSED_TIME in events.columns else F.lit(None).cast("timestamp")
-    rows = events.select("source_file", "event_time", "silver_ingest_ts", site.alias("site_luid"),
-                         processed.alias("processed"))
-    files = (spark.table(t.file_ledger).where(F.col("status") == LANDED)
-             .select(F.col("path").alias("source_file"), F.col("mtime").alias("landed")))
+    rows = events.select(
+        "source_file", "event_time", "silver_ingest_ts", site.alias("site_luid"), processed.alias("processed")
+    )
+    files = (
+        spark.table(t.file_ledger)
+        .where(F.col("status") == LANDED)
+        .select(F.col("path").alias("source_file"), F.col("mtime").alias("landed"))
+    )
     landed = files.join(rows.select("source_file").distinct(), "source_file")  # this batch's files only
     return rows.join(F.broadcast(landed), "source_file", "left")
 
@@ -84,10 +88,15 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
                 rows.withColumn("delivery_hour", _delivery_hour(F.col("source_file"), F.col("landed")))
                 .withColumn("lag", lag)
                 .groupBy("site_luid", "delivery_hour")
-                .agg(F.countDistinct("source_file").alias("files"), F.count(F.lit(1)).alias("records"),
-                     F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time"),
-                     F.count("lag").alias("lag_records"), F.sum("lag").alias("lag_seconds_sum"),
-                     F.max("lag").alias("lag_seconds_max"))
+                .agg(
+                    F.countDistinct("source_file").alias("files"),
+                    F.count(F.lit(1)).alias("records"),
+                    F.min("event_time").alias("first_event_time"),
+                    F.max("event_time").alias("last_event_time"),
+                    F.count("lag").alias("lag_records"),
+                    F.sum("lag").alias("lag_seconds_sum"),
+                    F.max("lag").alias("lag_seconds_max"),
+                )
                 .select(F.lit(family).alias("family"), "*", F.lit(through).cast("timestamp").alias("through_ingest_ts"))
             )
             added += _merge(spark, t.feed_completeness, figures)
@@ -101,18 +110,25 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
 def _merge(spark: SparkSession, table: str, figures: DataFrame) -> int:
     n = figures.count()
     # a file lands once and its rows are promoted once: figures of later rows add up
-    (DeltaTable.forName(spark, table).alias("t")
-     .merge(figures.alias("s"), " AND ".join(f"t.{k} = s.{k}" for k in KEYS))
-     .whenMatchedUpdate(set={
-         "files": "t.files + s.files", "records": "t.records + s.records",
-         "first_event_time": "least(t.first_event_time, s.first_event_time)",
-         "last_event_time": "greatest(t.last_event_time, s.last_event_time)",
-         "lag_records": "t.lag_records + s.lag_records",
-         "lag_seconds_sum": "coalesce(t.lag_seconds_sum, 0) + coalesce(s.lag_seconds_sum, 0)",
-         "lag_seconds_max": "greatest(t.lag_seconds_max, s.lag_seconds_max)",
-         "through_ingest_ts": "s.through_ingest_ts"})
-     .whenNotMatchedInsertAll()
-     .execute())
+    (
+        DeltaTable.forName(spark, table)
+        .alias("t")
+        .merge(figures.alias("s"), " AND ".join(f"t.{k} = s.{k}" for k in KEYS))
+        .whenMatchedUpdate(
+            set={
+                "files": "t.files + s.files",
+                "records": "t.records + s.records",
+                "first_event_time": "least(t.first_event_time, s.first_event_time)",
+                "last_event_time": "greatest(t.last_event_time, s.last_event_time)",
+                "lag_records": "t.lag_records + s.lag_records",
+                "lag_seconds_sum": "coalesce(t.lag_seconds_sum, 0) + coalesce(s.lag_seconds_sum, 0)",
+                "lag_seconds_max": "greatest(t.lag_seconds_max, s.lag_seconds_max)",
+                "through_ingest_ts": "s.through_ingest_ts",
+            }
+        )
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
     return n
 
 
@@ -133,5 +149,7 @@ def quiet_sites(spark: SparkSession, cfg: Config) -> list[dict]:
 def log_quiet_sites(spark: SparkSession, cfg: Config, log=print) -> None:
     for site in quiet_sites(spark, cfg):
         who = f"site {site['site_luid']}" if site["family"] == "site" else "the tenant feed"
-        log(f"feed: {who} has gone quiet: no delivery since {site['last_delivery_hour']:%Y-%m-%d %H:00} UTC, "
-            f"{site['gap_hours']} hours in which it usually delivers (gold.rpt_feed_gaps)")
+        log(
+            f"feed: {who} has gone quiet: no delivery since {site['last_delivery_hour']:%Y-%m-%d %H:00} UTC, "
+            f"{site['gap_hours']} hours in which it usually delivers (gold.rpt_feed_gaps)"
+        )

@@ -25,6 +25,7 @@ from pathlib import Path
 from pipelines import storage
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.config import CONF_DIR, PROJECT_ROOT, Config, secret
+from pipelines.errors import ConfigError, ExternalError, InputError
 from pipelines.jars import jar_paths
 from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore
 from pipelines.spark_session import log_dir, serve_conf
@@ -32,7 +33,7 @@ from pipelines.spark_session import log_dir, serve_conf
 ANALYST_DRIVER_MEMORY = "2g"  # it reads masked copies; the lake's own session keeps spark.driver_memory
 
 
-class LaunchError(RuntimeError):
+class LaunchError(ExternalError):
     """The analysts' server cannot start: the message says why and what to do."""
 
 
@@ -42,8 +43,16 @@ def _local(location: str) -> Path | None:
 
 def private_locations(cfg: Config) -> list[Path]:
     """The lake's local folders that hold clear values (the analysts' server must open none)."""
-    found = [cfg.warehouse_dir, cfg.checkpoint_dir, cfg.landing_dir, str(cfg.metastore_dir), str(cfg.quality_dir),
-             str(log_dir(cfg)), cfg.location("ocsf.out_dir", "ocsf"), str(cfg.data_dir / "spark-local")]
+    found = [
+        cfg.warehouse_dir,
+        cfg.checkpoint_dir,
+        cfg.landing_dir,
+        str(cfg.metastore_dir),
+        str(cfg.quality_dir),
+        str(log_dir(cfg)),
+        cfg.location("ocsf.out_dir", "ocsf"),
+        str(cfg.data_dir / "spark-local"),
+    ]
     return [p for p in map(_local, found) if p is not None]
 
 
@@ -73,8 +82,11 @@ def analyst_account(cfg: Config) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+            capture_output=True,
+        )
         return pwd.getpwnam(name)
 
 
@@ -94,9 +106,11 @@ def interpreter() -> tuple[str, list[str]]:
     for candidate in candidates:
         if candidate.exists() and _reachable_by_all(candidate):
             return str(candidate), paths
-    raise LaunchError(f"no Python {sys.version_info.major}.{sys.version_info.minor} that another user can run "
-                      f"({', '.join(map(str, candidates))}): install Debian's python3, or the venv outside a "
-                      "private home")
+    raise LaunchError(
+        f"no Python {sys.version_info.major}.{sys.version_info.minor} that another user can run "
+        f"({', '.join(map(str, candidates))}): install Debian's python3, or the venv outside a "
+        "private home"
+    )
 
 
 def server_spec(cfg: Config, state_dir: Path) -> dict:
@@ -125,24 +139,34 @@ def serve_analysts(cfg: Config, log=print) -> int:
     """Launch the analysts' server and wait for it (SIGINT / SIGTERM are passed on); -> its exit code."""
     analyst = _local(cfg.analyst_dir)
     if analyst is None:
-        raise LaunchError(f"analyst.dir is {cfg.analyst_dir}: the analysts' server reads a local folder only, and "
-                          "gets no storage credentials (docs/operations.md \"Personal data\", On S3)")
+        raise ConfigError(
+            f"analyst.dir is {cfg.analyst_dir}: the analysts' server reads a local folder only, and "
+            'gets no storage credentials (docs/operations.md "Personal data", On S3)'
+        )
     if not (analyst / CATALOG_FILE).is_file():
-        raise LaunchError(f"no analyst tables in {analyst}: run `auditlake refresh` first (with analyst.enabled)")
+        raise InputError(f"no analyst tables in {analyst}: run `auditlake refresh` first (with analyst.enabled)")
     secure_lake(cfg)
     account = analyst_account(cfg)
     python, paths = interpreter()
     state = Path(tempfile.mkdtemp(prefix="auditlake-analysts-"))
     os.chown(state, account.pw_uid, account.pw_gid)
-    environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(state),
-               "PYTHONPATH": os.pathsep.join(paths), "SPARK_LOCAL_IP": "127.0.0.1"}
+    environ = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(state),
+        "PYTHONPATH": os.pathsep.join(paths),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
     if os.environ.get("JAVA_HOME"):
         environ["JAVA_HOME"] = os.environ["JAVA_HOME"]
-    log(f"serve: starting the analysts' server as {account.pw_name} on {cfg.get('serve.host')}:{cfg.get('serve.port')} "
-        f"over {cfg.analyst_dir} (masked tables only)")
-    switch = ({"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {})
-    proc = subprocess.Popen([python, "-m", "pipelines.analyst.server"], stdin=subprocess.PIPE, env=environ,
-                            cwd=state, text=True, **switch)
+    log(
+        f"serve: starting the analysts' server as {account.pw_name} on {cfg.get('serve.host')}:{cfg.get('serve.port')} "
+        f"over {cfg.analyst_dir} (masked tables only)"
+    )
+    switch = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {}
+    proc = subprocess.Popen(
+        [python, "-m", "pipelines.analyst.server"], stdin=subprocess.PIPE, env=environ, cwd=state, text=True, **switch
+    )
     previous = {sig: signal.signal(sig, lambda s, _f: proc.send_signal(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         proc.stdin.write(json.dumps(server_spec(cfg, state)))

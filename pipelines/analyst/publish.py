@@ -84,8 +84,9 @@ def mart_docs() -> dict[str, MartDoc]:
             personal = {c["name"]: _meta(c)[META_KEY] for c in columns if META_KEY in _meta(c)}
             unknown = {c: r for c, r in personal.items() if r not in ROLES}
             if unknown:
-                raise ValueError(f"{path}: {model['name']}: meta {META_KEY} must be one of "
-                                 f"{', '.join(ROLES)}: {unknown}")
+                raise ValueError(
+                    f"{path}: {model['name']}: meta {META_KEY} must be one of {', '.join(ROLES)}: {unknown}"
+                )
             docs[model["name"]] = MartDoc(
                 " ".join(str(model.get("description") or "").split()),
                 {c["name"]: " ".join(str(c.get("description") or "").split()) for c in columns},
@@ -145,15 +146,20 @@ def read_catalog(spark: SparkSession, cfg: Config) -> dict:
 def _masked(frame: DataFrame, doc: MartDoc, key: bytes) -> DataFrame:
     """``frame`` with the mart's masked columns as their keyed pseudonyms."""
     masked = masked_columns(doc)
-    return frame.selectExpr(*[f"{pseudonym_sql(f'`{name}`', key)} AS `{name}`" if name in masked else f"`{name}`"
-                              for name in frame.columns])
+    return frame.selectExpr(
+        *[f"{pseudonym_sql(f'`{name}`', key)} AS `{name}`" if name in masked else f"`{name}`" for name in frame.columns]
+    )
 
 
 def _copy_whole(spark: SparkSession, source: str, version: int, target: str, doc: MartDoc, key: bytes) -> None:
     copy = _masked(spark.read.format("delta").option("versionAsOf", version).table(source), doc, key)
     # dbt's descriptions as the columns' comments (DESCRIBE shows them; the server's views repeat them)
-    copy = copy.select(*[copy[name].alias(name, metadata={"comment": doc.columns[name]})
-                         if doc.columns.get(name) else copy[name] for name in copy.columns])
+    copy = copy.select(
+        *[
+            copy[name].alias(name, metadata={"comment": doc.columns[name]}) if doc.columns.get(name) else copy[name]
+            for name in copy.columns
+        ]
+    )
     copy.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
 
 
@@ -167,8 +173,9 @@ def _only_inserts(commit: Row) -> bool:
     return operation in NO_ROW_CHANGED
 
 
-def _follow_feed(spark: SparkSession, source: str, since: int, version: int, target: str, doc: MartDoc,
-                 key: bytes) -> bool:
+def _follow_feed(
+    spark: SparkSession, source: str, since: int, version: int, target: str, doc: MartDoc, key: bytes
+) -> bool:
     """Append to the copy, masked, the rows the mart's commits after version ``since`` up to ``version``
     inserted; -> False (nothing done) where the copy must be made whole instead: a commit that changed or
     removed rows, more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or columns that
@@ -176,12 +183,18 @@ def _follow_feed(spark: SparkSession, source: str, since: int, version: int, tar
     if not 0 < version - since <= MAX_FEED_COMMITS:
         return False
     commits = spark.sql(f"DESCRIBE HISTORY {source} LIMIT {version - since}").collect()
-    if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)) or \
-            not all(map(_only_inserts, commits)):
+    if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)) or not all(
+        map(_only_inserts, commits)
+    ):
         return False
     try:
-        changes = (spark.read.format("delta").option("readChangeFeed", "true")
-                   .option("startingVersion", since + 1).option("endingVersion", version).table(source))
+        changes = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", since + 1)
+            .option("endingVersion", version)
+            .table(source)
+        )
         fields = [(f.name, f.dataType) for f in changes.schema.fields if f.name not in FEED_COLUMNS]
         if fields != [(f.name, f.dataType) for f in spark.read.format("delta").load(target).schema.fields]:
             return False
@@ -202,8 +215,17 @@ def _turn_feed_on(spark: SparkSession, source: str, properties: dict[str, str]) 
     return True
 
 
-def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, key: bytes, before: dict,
-                 version: int, files_over: int, append_from_bytes: int = 0) -> Published:
+def publish_mart(
+    spark: SparkSession,
+    source: str,
+    target: str,
+    doc: MartDoc,
+    key: bytes,
+    before: dict,
+    version: int,
+    files_over: int,
+    append_from_bytes: int = 0,
+) -> Published:
     """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended where its copy is
     the one the catalog names (``before``: made from mart ``mart_id`` at ``source_version``, left at
     ``copy_version``), the mart only gained rows since and holds ``append_from_bytes`` or more (a small
@@ -213,15 +235,18 @@ def publish_mart(spark: SparkSession, source: str, target: str, doc: MartDoc, ke
     detail = spark.sql(f"DESCRIBE DETAIL {source}").first()
     mart_id = detail["id"]
     since, copy_version = before.get("source_version"), before.get("copy_version")
-    current = since is not None and copy_version is not None and before.get("mart_id") == mart_id and \
-        detail["sizeInBytes"] >= append_from_bytes and \
-        storage.is_dir(spark, target) and \
-        table_version(spark, f"delta.`{target}`") == copy_version  # a kill after a copy's commit: made whole
+    current = (
+        since is not None
+        and copy_version is not None
+        and before.get("mart_id") == mart_id
+        and detail["sizeInBytes"] >= append_from_bytes
+        and storage.is_dir(spark, target)
+        and table_version(spark, f"delta.`{target}`") == copy_version
+    )  # a kill after a copy's commit: made whole
     if current and _follow_feed(spark, source, since, version, target, doc, key):
         # each append adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
         compaction = compact(spark, f"delta.`{target}`", files_over)
-        return Published("appended", version, table_version(spark, f"delta.`{target}`"), mart_id, False,
-                         compaction)
+        return Published("appended", version, table_version(spark, f"delta.`{target}`"), mart_id, False, compaction)
     turned_on = _turn_feed_on(spark, source, detail["properties"])
     if turned_on:
         version = table_version(spark, source)
@@ -247,10 +272,14 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         doc = docs.get(name, MartDoc("", {}, {}))
         target = storage.join(tables_location(cfg), name)
         last = before.get(name) or {}
-        entries[name] = {"source_version": version, "copy_version": last.get("copy_version"),
-                         "mart_id": last.get("mart_id"),
-                         "description": doc.description, "columns": {c: d for c, d in doc.columns.items() if d},
-                         "masked": sorted(masked_columns(doc))}
+        entries[name] = {
+            "source_version": version,
+            "copy_version": last.get("copy_version"),
+            "mart_id": last.get("mart_id"),
+            "description": doc.description,
+            "columns": {c: d for c, d in doc.columns.items() if d},
+            "masked": sorted(masked_columns(doc)),
+        }
         # a column masked now, or described anew, is in every row of the copy: made whole
         same_docs = all(last.get(k) == entries[name][k] for k in ("columns", "masked"))
         if force or not same_docs or last.get("source_version") != version or not storage.is_dir(spark, target):
@@ -261,26 +290,33 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
 
     def publish(name: str) -> None:
         target, doc, last, version = todo[name]
-        done[name] = published = publish_mart(spark, t.gold(name), target, doc, key, last, version, files_over,
-                                              append_from_bytes)
-        entries[name].update(source_version=published.source_version, copy_version=published.copy_version,
-                             mart_id=published.mart_id)
+        done[name] = published = publish_mart(
+            spark, t.gold(name), target, doc, key, last, version, files_over, append_from_bytes
+        )
+        entries[name].update(
+            source_version=published.source_version, copy_version=published.copy_version, mart_id=published.mart_id
+        )
 
     for_each_table(publish, todo)
     turned_on = sorted(name for name, p in done.items() if p.feed_turned_on)
     if turned_on:
-        log(f"gold: turned on the change data feed of {len(turned_on)} marts made before dbt_project.yml asked "
-            f"for it (their copies follow their new rows from now on): {', '.join(turned_on)}")
+        log(
+            f"gold: turned on the change data feed of {len(turned_on)} marts made before dbt_project.yml asked "
+            f"for it (their copies follow their new rows from now on): {', '.join(turned_on)}"
+        )
     for c in (p.compaction for p in done.values() if p.compaction):
         log_compaction(c, files_over, log)
     for gone in sorted(set(before) - set(marts)):
         storage.delete(spark, storage.join(tables_location(cfg), gone))
     catalog = {"schema": cfg.get("analyst.schema"), "key_id": key_id(key), "marts": entries}
-    storage.write_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE),
-                       json.dumps(catalog, indent=1, sort_keys=True))
+    storage.write_text(
+        spark, storage.join(cfg.analyst_dir, CATALOG_FILE), json.dumps(catalog, indent=1, sort_keys=True)
+    )
     masked = sum(len(e["masked"]) for e in entries.values())
     appended = sum(p.how == "appended" for p in done.values())
-    log(f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
+    log(
+        f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
         f"({appended} by their mart's new rows, {len(done) - appended} copied whole; {masked} personal columns "
-        f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s")
+        f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s"
+    )
     return list(done)

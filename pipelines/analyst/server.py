@@ -50,8 +50,9 @@ def session(spec: dict) -> SparkSession:
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": f"{state}/warehouse",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={state}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": (f"-Dderby.system.home={state} -Dlog4j2.configurationFile={spec['log4j']} "
-                                          f"-Dauditlake.log.dir={state}/logs"),
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={state} -Dlog4j2.configurationFile={spec['log4j']} -Dauditlake.log.dir={state}/logs"
+        ),
         "spark.local.dir": f"{state}/tmp",
         "spark.driver.memory": spec["driver_memory"],
         "spark.sql.session.timeZone": "UTC",
@@ -84,8 +85,10 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
         columns = ",\n  ".join(f"`{f}`" + (f" COMMENT {sql_string(docs[f])}" if docs.get(f) else "") for f in fields)
         comment = f"\nCOMMENT {sql_string(entry['description'])}" if entry.get("description") else ""
         selected = ", ".join(f"`{f}`" for f in fields)
-        spark.sql(f"CREATE OR REPLACE VIEW `{schema}`.`{name}` (\n  {columns}\n){comment}\n"
-                  f"AS SELECT {selected} FROM delta.`{path}`")
+        spark.sql(
+            f"CREATE OR REPLACE VIEW `{schema}`.`{name}` (\n  {columns}\n){comment}\n"
+            f"AS SELECT {selected} FROM delta.`{path}`"
+        )
     for row in spark.sql(f"SHOW VIEWS IN `{schema}`").collect():
         if row["viewName"] not in marts:
             spark.sql(f"DROP VIEW IF EXISTS `{schema}`.`{row['viewName']}`")
@@ -96,8 +99,11 @@ def main() -> int:
     spec = json.loads(sys.stdin.read())
     readable = unreadable_check(spec["private"])
     if readable:
-        print(f"serve: refused: the analysts' server runs as uid {os.getuid()}, who can read {readable}: run it "
-              "as a user the lake's folders shut out (serve.analyst_os_user; docs/operations.md)", file=sys.stderr)
+        print(
+            f"serve: refused: the analysts' server runs as uid {os.getuid()}, who can read {readable}: run it "
+            "as a user the lake's folders shut out (serve.analyst_os_user; docs/operations.md)",
+            file=sys.stderr,
+        )
         return 2
     from pipelines.serve import keystore_password, start_thrift_server
 
@@ -107,8 +113,11 @@ def main() -> int:
         text = catalog_text(spark, spec["analyst_dir"])
         views = sync_views(spark, tables_dir, json.loads(text))
         server = start_thrift_server(spark, spec["host"], spec["port"], spec["ldap"])
-    print(f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({views} tables in "
-          f"{json.loads(text)['schema']}, masked)", flush=True)
+    print(
+        f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({views} tables in "
+        f"{json.loads(text)['schema']}, masked)",
+        flush=True,
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

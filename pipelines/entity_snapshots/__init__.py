@@ -12,5 +12,12 @@ and Tableau+ only).
 
 # Columns bronze adds to what a file delivers (a delivered column of the same name is kept as
 # ``delivered_<name>``).
-LINEAGE = ("snapshot_site_luid", "snapshot_hour", "source_file", "source_file_size", "source_file_mtime",
-           "run_id", "ingest_ts")
+LINEAGE = (
+    "snapshot_site_luid",
+    "snapshot_hour",
+    "source_file",
+    "source_file_size",
+    "source_file_mtime",
+    "run_id",
+    "ingest_ts",
+)

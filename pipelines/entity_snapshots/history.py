@@ -33,8 +33,11 @@ def keyed(snapshots: DataFrame, key_columns: list[str]) -> DataFrame:
     content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in payload]))
     rows = snapshots.select(
         *[F.col(f"`{c}`") for c in payload_columns(snapshots)],
-        F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour", "source_file",
-        key.alias("entity_key"), F.sha2(content, 256).alias("row_hash"),
+        F.col("snapshot_site_luid").alias("site_luid"),
+        "snapshot_hour",
+        "source_file",
+        key.alias("entity_key"),
+        F.sha2(content, 256).alias("row_hash"),
     )
     latest = Window.partitionBy("site_luid", "entity_key", "snapshot_hour").orderBy(F.col("source_file").desc())
     return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
@@ -48,24 +51,36 @@ def changes(rows: DataFrame, hours: DataFrame, open_versions: DataFrame) -> tupl
     the history's current versions (site_luid, entity_key, row_hash, valid_from).
     New versions carry every column; a closing is (site_luid, entity_key, valid_from, valid_to) of
     an open version that a snapshot ended."""
-    prior = open_versions.select("site_luid", "entity_key", "row_hash",
-                                 F.col("valid_from").alias("snapshot_hour"), F.lit(True).alias("_prior"))
+    prior = open_versions.select(
+        "site_luid", "entity_key", "row_hash", F.col("valid_from").alias("snapshot_hour"), F.lit(True).alias("_prior")
+    )
     keys = rows.select("site_luid", "entity_key").union(prior.select("site_luid", "entity_key")).distinct()
     # every key of a site at every new hour of that site: a key missing from a snapshot is absent
-    grid = (keys.join(hours, "site_luid")
-            .join(rows.select("site_luid", "entity_key", "snapshot_hour", "row_hash"),
-                  ["site_luid", "entity_key", "snapshot_hour"], "left")
-            .withColumn("_prior", F.lit(False)))
+    grid = (
+        keys.join(hours, "site_luid")
+        .join(
+            rows.select("site_luid", "entity_key", "snapshot_hour", "row_hash"),
+            ["site_luid", "entity_key", "snapshot_hour"],
+            "left",
+        )
+        .withColumn("_prior", F.lit(False))
+    )
     sequence = grid.unionByName(prior)
     by_key = Window.partitionBy("site_luid", "entity_key").orderBy("snapshot_hour")
-    moved = (sequence.withColumn("_before", F.lag("row_hash").over(by_key))
-             .where(~F.col("_prior") & ~F.col("row_hash").eqNullSafe(F.col("_before"))))
+    moved = sequence.withColumn("_before", F.lag("row_hash").over(by_key)).where(
+        ~F.col("_prior") & ~F.col("row_hash").eqNullSafe(F.col("_before"))
+    )
     moved = moved.withColumn("valid_to", F.lead("snapshot_hour").over(by_key))
-    versions = (moved.where(F.col("row_hash").isNotNull())
-                .select("site_luid", "entity_key", "snapshot_hour", "valid_to")
-                .join(rows, ["site_luid", "entity_key", "snapshot_hour"])
-                .withColumnRenamed("snapshot_hour", "valid_from")
-                .withColumn("is_current", F.col("valid_to").isNull()))
-    closings = (moved.groupBy("site_luid", "entity_key").agg(F.min("snapshot_hour").alias("valid_to"))
-                .join(open_versions.select("site_luid", "entity_key", "valid_from"), ["site_luid", "entity_key"]))
+    versions = (
+        moved.where(F.col("row_hash").isNotNull())
+        .select("site_luid", "entity_key", "snapshot_hour", "valid_to")
+        .join(rows, ["site_luid", "entity_key", "snapshot_hour"])
+        .withColumnRenamed("snapshot_hour", "valid_from")
+        .withColumn("is_current", F.col("valid_to").isNull())
+    )
+    closings = (
+        moved.groupBy("site_luid", "entity_key")
+        .agg(F.min("snapshot_hour").alias("valid_to"))
+        .join(open_versions.select("site_luid", "entity_key", "valid_from"), ["site_luid", "entity_key"])
+    )
     return versions, closings

@@ -23,8 +23,10 @@ from pipelines.entity_snapshots.history import changes, keyed, payload_columns
 from pipelines.tables import Tables, tables
 
 APPLIED, LATE, PENDING = "applied", "late", "pending"
-HOURS_SCHEMA = ("entity_type string, site_luid string, snapshot_hour timestamp, rows long, status string, "
-                "run_id string, bronze_ingest_ts timestamp, recorded_at timestamp")
+HOURS_SCHEMA = (
+    "entity_type string, site_luid string, snapshot_hour timestamp, rows long, status string, "
+    "run_id string, bronze_ingest_ts timestamp, recorded_at timestamp"
+)
 COMMIT_MARK = "auditlake snapshots run "
 # Row keys when conf snapshots.keys does not name them: the entity's LUID; a membership is a pair.
 DEFAULT_KEY = "luid"
@@ -48,15 +50,22 @@ def key_columns(cfg: Config, entity_type: str) -> list[str]:
 
 def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, log) -> None:
     """A run killed after writing its hours ``pending``: applied if its MERGE committed, else forgotten."""
-    pending = [r["run_id"] for r in spark.table(t.snapshot_hours)
-               .where((F.col("entity_type") == entity_type) & (F.col("status") == PENDING))
-               .select("run_id").distinct().collect()]
+    pending = [
+        r["run_id"]
+        for r in spark.table(t.snapshot_hours)
+        .where((F.col("entity_type") == entity_type) & (F.col("status") == PENDING))
+        .select("run_id")
+        .distinct()
+        .collect()
+    ]
     if not pending:
         return
     history = t.entity_history(entity_type)
-    committed = {m[len(COMMIT_MARK):] for m in (latest_commits(spark, history, 5)
-                                                if spark.catalog.tableExists(history) else [])
-                 if m and m.startswith(COMMIT_MARK)}
+    committed = {
+        m[len(COMMIT_MARK) :]
+        for m in (latest_commits(spark, history, 5) if spark.catalog.tableExists(history) else [])
+        if m and m.startswith(COMMIT_MARK)
+    }
     for run_id in pending:
         done = run_id in committed
         where = f"entity_type = '{entity_type}' AND status = '{PENDING}' AND run_id = '{run_id}'"
@@ -64,8 +73,10 @@ def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, log) -> No
             spark.sql(f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE {where}")
         else:
             spark.sql(f"DELETE FROM {t.snapshot_hours} WHERE {where}")
-        log(f"silver: entity {entity_type}: run {run_id} was interrupted; its snapshots "
-            + ("had been applied" if done else "are applied again"))
+        log(
+            f"silver: entity {entity_type}: run {run_id} was interrupted; its snapshots "
+            + ("had been applied" if done else "are applied again")
+        )
 
 
 def _seen_path(cfg: Config, entity_type: str) -> str:
@@ -86,84 +97,120 @@ def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: s
     return out
 
 
-def _apply(spark: SparkSession, cfg: Config, t: Tables, entity_type: str, run_id: str, out: SnapshotPromotion,
-           log) -> None:
+def _apply(
+    spark: SparkSession, cfg: Config, t: Tables, entity_type: str, run_id: str, out: SnapshotPromotion, log
+) -> None:
     seen = spark.table(t.snapshot_hours).where(F.col("entity_type") == entity_type)
     watermark = seen.agg(F.max("bronze_ingest_ts")).first()[0]
     bronze = spark.table(t.bronze_entity(entity_type))
     if watermark is not None:
         bronze = bronze.where(F.col("ingest_ts") > F.lit(watermark))
-    delivered = (bronze.groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
-                 .agg(F.count(F.lit(1)).alias("rows"), F.max("ingest_ts").alias("bronze_ingest_ts"))
-                 .join(seen.select("site_luid", "snapshot_hour"), ["site_luid", "snapshot_hour"], "left_anti")
-                 .collect())
+    delivered = (
+        bronze.groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
+        .agg(F.count(F.lit(1)).alias("rows"), F.max("ingest_ts").alias("bronze_ingest_ts"))
+        .join(seen.select("site_luid", "snapshot_hour"), ["site_luid", "snapshot_hour"], "left_anti")
+        .collect()
+    )
     if not delivered:
         return
-    last = {r["site_luid"]: r["h"] for r in seen.where(F.col("status") == APPLIED)
-            .groupBy("site_luid").agg(F.max("snapshot_hour").alias("h")).collect()}
+    last = {
+        r["site_luid"]: r["h"]
+        for r in seen.where(F.col("status") == APPLIED)
+        .groupBy("site_luid")
+        .agg(F.max("snapshot_hour").alias("h"))
+        .collect()
+    }
     apply = [r for r in delivered if last.get(r["site_luid"]) is None or r["snapshot_hour"] > last[r["site_luid"]]]
     late = [r for r in delivered if r not in apply]
     out.hours_applied, out.hours_late, out.rows_read = len(apply), len(late), sum(r["rows"] for r in apply)
     _record_hours(spark, t, entity_type, late, LATE, run_id)
     if late:
-        out.problems.append(f"silver: entity {entity_type}: {len(late)} snapshots older than their site's last "
-                            "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)")
+        out.problems.append(
+            f"silver: entity {entity_type}: {len(late)} snapshots older than their site's last "
+            "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)"
+        )
     if not apply:
         return
     _record_hours(spark, t, entity_type, apply, PENDING, run_id)
-    hours = spark.createDataFrame([(r["site_luid"], r["snapshot_hour"]) for r in apply],
-                                  "site_luid string, snapshot_hour timestamp")
-    snapshots = bronze.join(hours.withColumnRenamed("site_luid", "snapshot_site_luid"),
-                            ["snapshot_site_luid", "snapshot_hour"])
+    hours = spark.createDataFrame(
+        [(r["site_luid"], r["snapshot_hour"]) for r in apply], "site_luid string, snapshot_hour timestamp"
+    )
+    snapshots = bronze.join(
+        hours.withColumnRenamed("site_luid", "snapshot_site_luid"), ["snapshot_site_luid", "snapshot_hour"]
+    )
     wanted = key_columns(cfg, entity_type)
     missing = [k for k in wanted if k not in payload_columns(snapshots)]
     if missing:
-        raise ValueError(f"entity snapshots {entity_type}: no key column {', '.join(missing)} in the files; set "
-                         f"snapshots.keys.{entity_type} in conf to the columns that identify a row "
-                         f"(the files have: {', '.join(payload_columns(snapshots))})")
+        raise ValueError(
+            f"entity snapshots {entity_type}: no key column {', '.join(missing)} in the files; set "
+            f"snapshots.keys.{entity_type} in conf to the columns that identify a row "
+            f"(the files have: {', '.join(payload_columns(snapshots))})"
+        )
     rows = keyed(snapshots, wanted).localCheckpoint()
     history = t.entity_history(entity_type)
     if spark.catalog.tableExists(history):
-        open_versions = spark.table(history).where(F.col("valid_to").isNull()).select(
-            "site_luid", "entity_key", "row_hash", "valid_from")
+        open_versions = (
+            spark.table(history)
+            .where(F.col("valid_to").isNull())
+            .select("site_luid", "entity_key", "row_hash", "valid_from")
+        )
     else:
-        open_versions = spark.createDataFrame([], "site_luid string, entity_key string, row_hash string, "
-                                                  "valid_from timestamp")
+        open_versions = spark.createDataFrame(
+            [], "site_luid string, entity_key string, row_hash string, valid_from timestamp"
+        )
     versions, closings = changes(rows, hours, open_versions)
     versions = versions.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", F.current_timestamp())
     versions, closings = versions.localCheckpoint(), closings.localCheckpoint()
     out.versions_added, out.versions_closed = versions.count(), closings.count()
     source = versions.withColumn("_closing", F.lit(False)).unionByName(
-        closings.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)), allowMissingColumns=True)
+        closings.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)), allowMissingColumns=True
+    )
     if not spark.catalog.tableExists(history):
         versions.limit(0).write.format("delta").saveAsTable(history)
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", COMMIT_MARK + run_id)
     try:
-        (DeltaTable.forName(spark, history).alias("h")
-         .merge(source.alias("s"), "h.site_luid = s.site_luid AND h.entity_key = s.entity_key "
-                                   "AND h.valid_from = s.valid_from")
-         .whenMatchedUpdate(set={"valid_to": "s.valid_to", "is_current": "s.is_current"})
-         .whenNotMatchedInsert(condition="NOT s._closing",
-                               values={c: f"s.`{c}`" for c in versions.columns})
-         .withSchemaEvolution()
-         .execute())
+        (
+            DeltaTable.forName(spark, history)
+            .alias("h")
+            .merge(
+                source.alias("s"),
+                "h.site_luid = s.site_luid AND h.entity_key = s.entity_key AND h.valid_from = s.valid_from",
+            )
+            .whenMatchedUpdate(set={"valid_to": "s.valid_to", "is_current": "s.is_current"})
+            .whenNotMatchedInsert(condition="NOT s._closing", values={c: f"s.`{c}`" for c in versions.columns})
+            .withSchemaEvolution()
+            .execute()
+        )
     finally:
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-    spark.sql(f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE entity_type = '{entity_type}' "
-              f"AND status = '{PENDING}' AND run_id = '{run_id}'")
-    log(f"silver: entity {entity_type}: {len(apply)} snapshots ({out.rows_read} rows) applied: "
-        f"{out.versions_added} new versions, {out.versions_closed} closed -> {history}")
+    spark.sql(
+        f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE entity_type = '{entity_type}' "
+        f"AND status = '{PENDING}' AND run_id = '{run_id}'"
+    )
+    log(
+        f"silver: entity {entity_type}: {len(apply)} snapshots ({out.rows_read} rows) applied: "
+        f"{out.versions_added} new versions, {out.versions_closed} closed -> {history}"
+    )
 
 
 def _record_hours(spark: SparkSession, t: Tables, entity_type: str, hours: list, status: str, run_id: str) -> None:
     if not hours:
         return
-    rows = [(entity_type, r["site_luid"], r["snapshot_hour"], r["rows"], status, run_id, r["bronze_ingest_ts"])
-            for r in hours]
-    (spark.createDataFrame(rows, "entity_type string, site_luid string, snapshot_hour timestamp, rows long, "
-                                 "status string, run_id string, bronze_ingest_ts timestamp")
-     .withColumn("recorded_at", F.current_timestamp())
-     .write.format("delta").mode("append").saveAsTable(t.snapshot_hours))
+    rows = [
+        (entity_type, r["site_luid"], r["snapshot_hour"], r["rows"], status, run_id, r["bronze_ingest_ts"])
+        for r in hours
+    ]
+    (
+        spark.createDataFrame(
+            rows,
+            "entity_type string, site_luid string, snapshot_hour timestamp, rows long, "
+            "status string, run_id string, bronze_ingest_ts timestamp",
+        )
+        .withColumn("recorded_at", F.current_timestamp())
+        .write.format("delta")
+        .mode("append")
+        .saveAsTable(t.snapshot_hours)
+    )
 
 
 def promote_snapshots(spark: SparkSession, cfg: Config, run_id: str, log=print) -> list[SnapshotPromotion]:

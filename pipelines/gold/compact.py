@@ -46,8 +46,9 @@ def data_files(spark: SparkSession, table: str) -> int:
     return spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
 
 
-def compact(spark: SparkSession, table: str, files_over: int,
-            keep_from_bytes: int = KEEP_FILES_FROM_BYTES) -> Compaction | None:
+def compact(
+    spark: SparkSession, table: str, files_over: int, keep_from_bytes: int = KEEP_FILES_FROM_BYTES
+) -> Compaction | None:
     """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files,
     packing only its files smaller than ``keep_from_bytes``."""
     before = data_files(spark, table)
@@ -67,8 +68,10 @@ def compact(spark: SparkSession, table: str, files_over: int,
 
 
 def log_compaction(c: Compaction, files_over: int, log=print) -> None:
-    log(f"gold: compacted {c.mart}: {c.files_before} -> {c.files_after} files in {c.seconds:.1f}s "
-        f"(more than {files_over} files)")
+    log(
+        f"gold: compacted {c.mart}: {c.files_before} -> {c.files_after} files in {c.seconds:.1f}s "
+        f"(more than {files_over} files)"
+    )
 
 
 def compact_marts(spark: SparkSession, schema: str, files_over: int, log=print) -> list[Compaction]:

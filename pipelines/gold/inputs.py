@@ -36,8 +36,11 @@ def _project_hash() -> str:
 
 def current_inputs(spark: SparkSession, cfg: Config) -> dict:
     t = tables(cfg)
-    sources = ([t.silver_events(f) for f in FAMILIES] + [t.writeback_audit, t.snapshot_hours]
-               + [t.entity_history(e) for e in t.entity_types(spark)])
+    sources = (
+        [t.silver_events(f) for f in FAMILIES]
+        + [t.writeback_audit, t.snapshot_hours]
+        + [t.entity_history(e) for e in t.entity_types(spark)]
+    )
     return {
         "silver_versions": {name: table_version(spark, name) for name in sources if spark.catalog.tableExists(name)},
         "project": _project_hash(),

@@ -17,10 +17,11 @@ import yaml
 from pyspark.sql import SparkSession
 
 from pipelines.config import Config
+from pipelines.errors import CheckFailed, UsageError
 from pipelines.gold.staging import DBT_DIR
 
 
-class GoldError(RuntimeError):
+class GoldError(CheckFailed):
     """dbt reported a failed model or test."""
 
 
@@ -75,7 +76,7 @@ def _split_vars(args: list[str]) -> tuple[list[str], dict]:
             text = arg.partition("=")[2] if "=" in arg else next(items, "")
             value = yaml.safe_load(text) if text.strip() else {}
             if not isinstance(value, dict):
-                raise GoldError(f"dbt --vars: {text!r} is not a mapping (e.g. '{{name: value}}')")
+                raise UsageError(f"dbt --vars: {text!r} is not a mapping (e.g. '{{name: value}}')")
             given.update(value)
         else:
             rest.append(arg)
@@ -90,7 +91,11 @@ def run_dbt(
 
     assert SparkSession.getActiveSession() is spark or SparkSession.getActiveSession() is None
     args, given = _split_vars(args)
-    env = {"AUDITLAKE_DBT_TARGET": "pipeline", "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema")}
+    env = {
+        "AUDITLAKE_DBT_TARGET": "pipeline",
+        "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema"),
+        "AUDITLAKE_DBT_THREADS": str(cfg.get("gold.threads")),
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     started = time.monotonic()
@@ -137,7 +142,8 @@ def build_gold(
     skipped = ["unit_test"] if data_tests else ["unit_test", "test"]
     args = ["build", "--quiet", "--exclude-resource-type", *skipped] + (["--full-refresh"] if full_refresh else [])
     since = (
-        "" if full_refresh or not tests_since
+        ""
+        if full_refresh or not tests_since
         else f"; tests of staging and incremental marts over silver rows since {tests_since}"
     )
     since += "" if data_tests else "; no data tests (gold.data_tests: false)"

@@ -46,8 +46,13 @@ CONTENT_KINDS = (
     "view",
     "flow",
 )
-HEAD = (("event_id", "string"), ("event_type", "string"), ("event_time", "timestamp"), ("event_date", "date"),
-        ("edition", "string"))
+HEAD = (
+    ("event_id", "string"),
+    ("event_type", "string"),
+    ("event_time", "timestamp"),
+    ("event_date", "date"),
+    ("edition", "string"),
+)
 
 
 def _project_vars() -> dict:
@@ -143,9 +148,7 @@ def _family_common_columns(family: str) -> list[tuple[str, str, str]]:
         if decoded:
             attributes.append((_lower_keywords(decoded[0].replace("`", ""), 4), decoded[1], decoded[2]))
     return (
-        [(name, name, typ) for name, typ in HEAD]
-        + attributes
-        + [("silver_ingest_ts", "silver_ingest_ts", "timestamp")]
+        [(name, name, typ) for name, typ in HEAD] + attributes + [("silver_ingest_ts", "silver_ingest_ts", "timestamp")]
     )
 
 
@@ -155,8 +158,11 @@ def _event_columns(family: str, event_type: str) -> list[tuple[str, str, str]]:
     columns and ``is_deprecated_event``."""
     attributes = event_attribute_columns(family, event_type)
     deprecated = "true" if event_spec(family, event_type).deprecated else "false"
-    return (attributes + _content_columns(event_type, {name for _, name, _ in attributes})
-            + [(deprecated, "is_deprecated_event", "boolean")])
+    return (
+        attributes
+        + _content_columns(event_type, {name for _, name, _ in attributes})
+        + [(deprecated, "is_deprecated_event", "boolean")]
+    )
 
 
 def _family_columns(family: str, event_types: list[str]) -> list[tuple[str, str, str]]:
@@ -218,8 +224,11 @@ def _lower_keywords(sql: str, indent: int) -> str:
     text = "".join(p if i % 2 else _KEYWORDS.sub(lambda m: m.group(1).lower(), p) for i, p in enumerate(parts))
     if len(text) > 80 and text.startswith("case "):
         pad = " " * indent
-        text = re.sub(r" (when|end)\b(?=(?:[^']*'[^']*')*[^']*$)", lambda m: f"\n{pad}    {m.group(1)}"
-                      if m.group(1) == "when" else f"\n{pad}{m.group(1)}", text)
+        text = re.sub(
+            r" (when|end)\b(?=(?:[^']*'[^']*')*[^']*$)",
+            lambda m: f"\n{pad}    {m.group(1)}" if m.group(1) == "when" else f"\n{pad}{m.group(1)}",
+            text,
+        )
     return text
 
 
@@ -254,8 +263,8 @@ def render(family: str, event_types: list[str]) -> dict[Path, str]:
         }
     ]
     files[folder / f"_{family}__sources.yml"] = "# " + HEADER[3:] + yaml.safe_dump(sources, sort_keys=False, width=120)
-    files[folder / f"_{family}__models.yml"] = "# " + HEADER[3:] + yaml.safe_dump(
-        {"version": 2, "models": models}, sort_keys=False, width=120
+    files[folder / f"_{family}__models.yml"] = (
+        "# " + HEADER[3:] + yaml.safe_dump({"version": 2, "models": models}, sort_keys=False, width=120)
     )
     return files
 

@@ -44,6 +44,7 @@ from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 from pipelines import storage
 from pipelines.analyst.publish import MARTS_DIR, analyst_tables_published, read_catalog, tables_location
 from pipelines.config import Config
+from pipelines.errors import InputError
 from pipelines.tables import tables
 
 HYPER_FILE = "auditlake.hyper"
@@ -57,7 +58,7 @@ META = "*"
 _CONFIG = re.compile(r"\{\{\s*config\((?P<args>.*?)\)\s*\}\}", re.S)
 
 
-class HyperExportError(RuntimeError):
+class HyperExportError(InputError):
     """The export cannot run (no analysts' tables yet, an output that is not a local folder)."""
 
 
@@ -90,8 +91,10 @@ class HyperReport:
         for m in self.written:
             by_action[m.action] = by_action.get(m.action, 0) + 1
         actions = ", ".join(f"{n} {a}" for a, n in sorted(by_action.items()))
-        return (f"export hyper: {rows} rows into {self.path} ({actions}; {len(self.marts) - len(self.written)} "
-                f"unchanged{', everything rewritten' if self.full else ''}) in {self.seconds:.1f}s")
+        return (
+            f"export hyper: {rows} rows into {self.path} ({actions}; {len(self.marts) - len(self.written)} "
+            f"unchanged{', everything rewritten' if self.full else ''}) in {self.seconds:.1f}s"
+        )
 
 
 def hyper_path(cfg: Config, out: str | None = None) -> Path:
@@ -132,8 +135,9 @@ def hyper_frame(frame: DataFrame) -> DataFrame:
 def _signature(frame: DataFrame, masked: list[str]) -> str:
     """The columns, their types and which are masked: a column masked since the last export (a new
     personal tag) is in every row the file holds, so a change here writes the mart again whole."""
-    return ",".join(f"{f.name}:{f.dataType.simpleString()}{':masked' if f.name in masked else ''}"
-                    for f in frame.schema.fields)
+    return ",".join(
+        f"{f.name}:{f.dataType.simpleString()}{':masked' if f.name in masked else ''}" for f in frame.schema.fields
+    )
 
 
 def _erasures_done(spark: SparkSession, cfg: Config) -> int:
@@ -184,9 +188,14 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
     # what the last export wrote from (beside the file, written after it): the same again -> nothing to do,
     # and Hyper does not even open the file (an open can rewrite its pages)
     state_file = path.with_name(path.name + STATE_SUFFIX)
-    state = {"key_id": key_id, "erasures": erasures,
-             "marts": {name: [entry["source_version"], entry.get("copy_version")]  # a mask changed: a new copy
-                       for name, entry in sorted(catalog["marts"].items())}}
+    state = {
+        "key_id": key_id,
+        "erasures": erasures,
+        "marts": {
+            name: [entry["source_version"], entry.get("copy_version")]  # a mask changed: a new copy
+            for name, entry in sorted(catalog["marts"].items())
+        },
+    }
     if path.is_file() and state_file.is_file() and json.loads(state_file.read_text(encoding="utf-8")) == state:
         report.marts = [MartExport(name, "upsert" if name in keys else "replace") for name in state["marts"]]
         report.seconds = time.monotonic() - started
@@ -213,8 +222,13 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
                     mark, version = marks.get(name), entry["source_version"]
                     signature = _signature(frame, entry.get("masked") or [])
                     new_marks[name] = dict(mark or {}, mode=mode, signature=signature, source_version=version)
-                    whole = (report.full or mark is None or name not in present or mark["mode"] != mode
-                             or mark["signature"] != signature)
+                    whole = (
+                        report.full
+                        or mark is None
+                        or name not in present
+                        or mark["mode"] != mode
+                        or mark["signature"] != signature
+                    )
                     if not whole and mark["source_version"] == version:
                         continue
                     if whole or mode == "replace":
@@ -287,12 +301,20 @@ def _read_marks(conn) -> dict[str, dict]:
     if MARKS_TABLE not in _tables(conn, MARKS_SCHEMA):
         return {}
     rows = conn.execute_list_query(
-        f"SELECT {', '.join(_q(c) for c in _MARK_COLUMNS)} FROM {_q(MARKS_SCHEMA)}.{_q(MARKS_TABLE)}")
+        f"SELECT {', '.join(_q(c) for c in _MARK_COLUMNS)} FROM {_q(MARKS_SCHEMA)}.{_q(MARKS_TABLE)}"
+    )
     marks = {}
     for mart, mode, signature, version, watermark, key_id, erasures in rows:
-        marks[mart] = ({"key_id": key_id, "erasures": erasures} if mart == META else
-                       {"mode": mode, "signature": signature, "source_version": version,
-                        "watermark": watermark.to_datetime() if watermark is not None else None})
+        marks[mart] = (
+            {"key_id": key_id, "erasures": erasures}
+            if mart == META
+            else {
+                "mode": mode,
+                "signature": signature,
+                "source_version": version,
+                "watermark": watermark.to_datetime() if watermark is not None else None,
+            }
+        )
     return marks
 
 
@@ -300,15 +322,20 @@ def _write_marks(conn, marks: dict[str, dict]) -> None:
     table = f"{_q(MARKS_SCHEMA)}.{_q(MARKS_TABLE)}"
     conn.execute_command(f"CREATE SCHEMA IF NOT EXISTS {_q(MARKS_SCHEMA)}")
     conn.execute_command(f"DROP TABLE IF EXISTS {table}")
-    conn.execute_command(f"CREATE TABLE {table} (mart text, mode text, signature text, source_version bigint, "
-                         "watermark timestamp, key_id text, erasures bigint)")
+    conn.execute_command(
+        f"CREATE TABLE {table} (mart text, mode text, signature text, source_version bigint, "
+        "watermark timestamp, key_id text, erasures bigint)"
+    )
     for mart, m in sorted(marks.items()):
         watermark = m.get("watermark")
         values = [
-            _sql_text(mart), _nullable_text(m.get("mode")), _nullable_text(m.get("signature")),
+            _sql_text(mart),
+            _nullable_text(m.get("mode")),
+            _nullable_text(m.get("signature")),
             str(m["source_version"]) if m.get("source_version") is not None else "NULL",
             f"TIMESTAMP {_sql_text(watermark.isoformat(sep=' '))}" if isinstance(watermark, datetime) else "NULL",
-            _nullable_text(m.get("key_id")), str(m["erasures"]) if m.get("erasures") is not None else "NULL",
+            _nullable_text(m.get("key_id")),
+            str(m["erasures"]) if m.get("erasures") is not None else "NULL",
         ]
         conn.execute_command(f"INSERT INTO {table} VALUES ({', '.join(values)})")
 

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pipelines.config import Config, secret
+from pipelines.errors import ConfigError, ExternalError, InputError, one_line
 from pipelines.hyper.export import (
     META,
     SCHEMA,
@@ -41,7 +42,7 @@ STATE_FILE = "auditlake.publish.json"
 PAYLOAD_FILE = "auditlake.publish-payload.hyper"
 
 
-class PublishError(RuntimeError):
+class PublishError(ExternalError):
     """Publishing cannot go on (one line for the operator; the marks are left as they were)."""
 
 
@@ -60,16 +61,17 @@ class PublishReport:
         if self.mode == "overwrite":
             return f"publish: data source {self.datasource_id} published whole (Overwrite) in {self.seconds:.1f}s"
         tables = ", ".join(f"{a['target-table']} ({a['action']})" for a in self.actions)
-        return (f"publish: {self.rows} rows into data source {self.datasource_id}: {tables} "
-                f"in {self.seconds:.1f}s")
+        return f"publish: {self.rows} rows into data source {self.datasource_id}: {tables} in {self.seconds:.1f}s"
 
 
 def target(cfg: Config) -> dict[str, str]:
     """Where the data source goes: server, site, project and name (conf ``tableau.*``)."""
     values = {k: str(cfg.get(f"tableau.{k}") or "") for k in ("server_url", "site", "project", "datasource_name")}
     if not values["server_url"]:
-        raise PublishError("tableau.server_url is empty: set it (AUDITLAKE__TABLEAU__SERVER_URL) to your "
-                           "Tableau Cloud pod or Server address")
+        raise ConfigError(
+            "tableau.server_url is empty: set it (AUDITLAKE__TABLEAU__SERVER_URL) to your "
+            "Tableau Cloud pod or Server address"
+        )
     return values
 
 
@@ -79,15 +81,24 @@ def _read_file_marks(hyper_file: Path) -> dict[str, dict]:
     with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}) as hyper:
         with Connection(hyper.endpoint, str(hyper_file)) as conn:
             marks = _read_marks(conn)
-    return {name: {**m, "watermark": m["watermark"].isoformat() if isinstance(m.get("watermark"), datetime)
-                   else m.get("watermark")} for name, m in marks.items()}
+    return {
+        name: {
+            **m,
+            "watermark": m["watermark"].isoformat() if isinstance(m.get("watermark"), datetime) else m.get("watermark"),
+        }
+        for name, m in marks.items()
+    }
 
 
 def plan(published: dict | None, marks: dict[str, dict], where: dict[str, str]) -> tuple[str, list[str]]:
     """-> ("overwrite" | "update" | "nothing", the marts to send in an update)."""
-    if (published is None or published.get("target") != where or published.get("datasource_id") is None
-            or published["marks"].get(META) != marks.get(META)
-            or set(published["marks"]) != set(marks)):
+    if (
+        published is None
+        or published.get("target") != where
+        or published.get("datasource_id") is None
+        or published["marks"].get(META) != marks.get(META)
+        or set(published["marks"]) != set(marks)
+    ):
         return "overwrite", []
     changed = []
     for name, mark in sorted(marks.items()):
@@ -101,8 +112,9 @@ def plan(published: dict | None, marks: dict[str, dict], where: dict[str, str]) 
     return ("update" if changed else "nothing"), changed
 
 
-def build_payload(hyper_file: Path, payload: Path, marts: list[str], published: dict[str, dict]
-                  ) -> tuple[list[dict], int]:
+def build_payload(
+    hyper_file: Path, payload: Path, marts: list[str], published: dict[str, dict]
+) -> tuple[list[dict], int]:
     """The payload Hyper file of an update: per mart, the rows to send; -> (the actions, rows in all)."""
     from tableauhyperapi import Connection, HyperProcess, Telemetry
 
@@ -118,15 +130,17 @@ def build_payload(hyper_file: Path, payload: Path, marts: list[str], published: 
             conn.catalog.attach_database(str(hyper_file), alias="source")
             conn.execute_command(f"CREATE SCHEMA {_q('payload')}.{_q(SCHEMA)}")
             if not set(marts) <= _source_tables(conn):
-                raise PublishError(f"{hyper_file} lacks a mart the marks name: run `auditlake export hyper` again")
+                raise InputError(f"{hyper_file} lacks a mart the marks name: run `auditlake export hyper` again")
             for name in marts:
                 source = f"{_q('source')}.{_q(SCHEMA)}.{_q(name)}"
                 action = {"source-schema": SCHEMA, "source-table": name, "target-schema": SCHEMA, "target-table": name}
                 since = published[name].get("watermark")
                 if published[name]["mode"] == "upsert" and name in keys:
                     where = f" WHERE {_q(WATERMARK)} > TIMESTAMP {_sql_text(since.replace('T', ' '))}" if since else ""
-                    action |= {"action": "upsert",
-                               "condition": {"op": "eq", "target-col": keys[name], "source-col": keys[name]}}
+                    action |= {
+                        "action": "upsert",
+                        "condition": {"op": "eq", "target-col": keys[name], "source-col": keys[name]},
+                    }
                 else:
                     where = ""
                     action["action"] = "replace"
@@ -151,15 +165,18 @@ def _source_tables(conn) -> set[str]:
 def _sign_in(cfg: Config, where: dict[str, str]):
     import tableauserverclient as TSC
 
-    auth = TSC.PersonalAccessTokenAuth(secret(cfg, "tableau.token_name_env"), secret(cfg, "tableau.token_secret_env"),
-                                       site_id=where["site"])
+    auth = TSC.PersonalAccessTokenAuth(
+        secret(cfg, "tableau.token_name_env"), secret(cfg, "tableau.token_secret_env"), site_id=where["site"]
+    )
     server = TSC.Server(where["server_url"], use_server_version=True, http_options={"timeout": 120})
     try:
         server.auth.sign_in(auth)
     except TSC.FailedSignInError as exc:
-        raise PublishError(f"Tableau refused the personal access token for site '{where['site'] or 'Default'}' "
-                           f"at {where['server_url']} ({exc.code}: {exc.summary}): check tableau.token_name_env "
-                           "and tableau.token_secret_env") from exc
+        raise PublishError(
+            f"Tableau refused the personal access token for site '{where['site'] or 'Default'}' "
+            f"at {where['server_url']} ({exc.code}: {exc.summary}): check tableau.token_name_env "
+            "and tableau.token_secret_env"
+        ) from exc
     except TSC.ServerResponseError as exc:
         raise PublishError(_refusal("sign-in", where, exc)) from exc
     return server
@@ -168,8 +185,10 @@ def _sign_in(cfg: Config, where: dict[str, str]):
 def _refusal(step: str, where: dict[str, str], exc) -> str:
     code = str(getattr(exc, "code", ""))
     if code.startswith("403"):
-        return (f"Tableau refused the {step} on site '{where['site'] or 'Default'}' ({code}: {exc.summary}): "
-                "the site or the token's user has no REST API access to it")
+        return (
+            f"Tableau refused the {step} on site '{where['site'] or 'Default'}' ({code}: {exc.summary}): "
+            "the site or the token's user has no REST API access to it"
+        )
     return f"Tableau answered the {step} with {code}: {exc.summary} ({exc.detail})"
 
 
@@ -179,8 +198,10 @@ def _project_id(server, where: dict[str, str]) -> str:
     for project in TSC.Pager(server.projects):
         if project.name == where["project"]:
             return project.id
-    raise PublishError(f"no project '{where['project']}' on site '{where['site'] or 'Default'}': create it in "
-                       "Tableau or set tableau.project")
+    raise PublishError(
+        f"no project '{where['project']}' on site '{where['site'] or 'Default'}': create it in "
+        "Tableau or set tableau.project"
+    )
 
 
 def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
@@ -192,7 +213,7 @@ def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
     started = time.monotonic()
     where = target(cfg)
     if not hyper_file.is_file():
-        raise PublishError(f"no Hyper file at {hyper_file}: run `auditlake export hyper` first")
+        raise InputError(f"no Hyper file at {hyper_file}: run `auditlake export hyper` first")
     state_file = hyper_file.with_name(STATE_FILE)
     published = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else None
     marks = _read_file_marks(hyper_file)
@@ -215,8 +236,10 @@ def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
         finally:
             server.auth.sign_out()
     except (requests.exceptions.RequestException, NonXMLResponseError, InternalServerError) as exc:
-        raise PublishError(f"Tableau at {where['server_url']} did not answer as expected ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); the next run tries again") from exc
+        raise PublishError(
+            f"Tableau at {where['server_url']} did not answer as expected ({type(exc).__name__}: "
+            f"{one_line(exc)[:200]}); the next run tries again"
+        ) from exc
     state = {"target": where, "datasource_id": report.datasource_id, "marks": marks}
     partial = state_file.with_name(state_file.name + ".partial")
     partial.write_text(json.dumps(state, sort_keys=True, indent=1), encoding="utf-8")
@@ -244,8 +267,15 @@ def _overwrite(server, hyper_file: Path, where: dict[str, str], report: PublishR
     report.datasource_id = done.id
 
 
-def _update(cfg: Config, server, hyper_file: Path, changed: list[str], published_marks: dict,
-            where: dict[str, str], report: PublishReport) -> bool:
+def _update(
+    cfg: Config,
+    server,
+    hyper_file: Path,
+    changed: list[str],
+    published_marks: dict,
+    where: dict[str, str],
+    report: PublishReport,
+) -> bool:
     """The changed marts sent with "update data in Hyper data source"; False: the data source is gone."""
     import tableauserverclient as TSC
 
@@ -253,19 +283,24 @@ def _update(cfg: Config, server, hyper_file: Path, changed: list[str], published
     report.actions, report.rows = build_payload(hyper_file, payload, changed, published_marks)
     timeout = cfg.get("tableau.job_timeout_seconds")
     try:
-        job = server.datasources.update_hyper_data(report.datasource_id, request_id=uuid.uuid4().hex,
-                                                   actions=report.actions, payload=str(payload))
+        job = server.datasources.update_hyper_data(
+            report.datasource_id, request_id=uuid.uuid4().hex, actions=report.actions, payload=str(payload)
+        )
         server.jobs.wait_for_job(job, timeout=float(timeout))
     except TSC.ServerResponseError as exc:
         if str(exc.code).startswith("404"):  # deleted in Tableau since the last publish
             return False
         raise PublishError(_refusal("update of the data source's data", where, exc)) from exc
     except TSC.JobFailedException as exc:
-        raise PublishError(f"Tableau's job updating data source {report.datasource_id} failed: {exc}; "
-                           "the next run sends the same rows again") from exc
+        raise PublishError(
+            f"Tableau's job updating data source {report.datasource_id} failed: {exc}; "
+            "the next run sends the same rows again"
+        ) from exc
     except TimeoutError as exc:
-        raise PublishError(f"Tableau's job updating data source {report.datasource_id} did not end in {timeout}s; "
-                           "the next run sends the same rows again") from exc
+        raise PublishError(
+            f"Tableau's job updating data source {report.datasource_id} did not end in {timeout}s; "
+            "the next run sends the same rows again"
+        ) from exc
     finally:
         payload.unlink(missing_ok=True)
     return True

@@ -51,26 +51,49 @@ OTHER_LINKS = {
 
 # the dbt folder of a mart -> its folder in Tableau's data pane
 FOLDERS = {
-    "security": "Sign-ins and security", "identity": "Users, groups and sites", "access": "Permissions",
-    "access_history": "Access history", "content": "Content", "jobs": "Jobs",
-    "detections": "Detections", "hygiene": "Hygiene", "feed": "Feed health", "writeback": "Write-back",
+    "security": "Sign-ins and security",
+    "identity": "Users, groups and sites",
+    "access": "Permissions",
+    "access_history": "Access history",
+    "content": "Content",
+    "jobs": "Jobs",
+    "detections": "Detections",
+    "hygiene": "Hygiene",
+    "feed": "Feed health",
+    "writeback": "Write-back",
 }
 
 # (caption, Tableau datatype, table, formula over the table's columns as {column}, description)
 CALCULATIONS = (
-    ("Failed sign-ins", "integer", "fct_logins", "SUM(IF {outcome} = 'failure' THEN 1 ELSE 0 END)",
-     "Sign-in attempts that failed."),
-    ("Failed sign-in rate", "real", "fct_logins",
-     "SUM(IF {outcome} = 'failure' THEN 1 ELSE 0 END) / COUNT({event_id})",
-     "Failed sign-in attempts as a share of all attempts."),
-    ("Failed job rate", "real", "fct_background_jobs",
-     "SUM(IF {result} = 'failed' THEN 1 ELSE 0 END) / COUNT({job_id})",
-     "Background jobs (extract refreshes, subscriptions, flows) that failed, as a share of all jobs."),
-    ("Session hours", "real", "fct_sessions", "SUM({duration_seconds}) / 3600",
-     "Time signed in, in hours."),
-    ("High or critical findings", "integer", "rpt_detections",
-     "SUM(IF {severity} = 'high' OR {severity} = 'critical' THEN 1 ELSE 0 END)",
-     "Detections of severity high or critical."),
+    (
+        "Failed sign-ins",
+        "integer",
+        "fct_logins",
+        "SUM(IF {outcome} = 'failure' THEN 1 ELSE 0 END)",
+        "Sign-in attempts that failed.",
+    ),
+    (
+        "Failed sign-in rate",
+        "real",
+        "fct_logins",
+        "SUM(IF {outcome} = 'failure' THEN 1 ELSE 0 END) / COUNT({event_id})",
+        "Failed sign-in attempts as a share of all attempts.",
+    ),
+    (
+        "Failed job rate",
+        "real",
+        "fct_background_jobs",
+        "SUM(IF {result} = 'failed' THEN 1 ELSE 0 END) / COUNT({job_id})",
+        "Background jobs (extract refreshes, subscriptions, flows) that failed, as a share of all jobs.",
+    ),
+    ("Session hours", "real", "fct_sessions", "SUM({duration_seconds}) / 3600", "Time signed in, in hours."),
+    (
+        "High or critical findings",
+        "integer",
+        "rpt_detections",
+        "SUM(IF {severity} = 'high' OR {severity} = 'critical' THEN 1 ELSE 0 END)",
+        "Detections of severity high or critical.",
+    ),
 )
 
 # Hyper's type -> (Tableau's datatype, role, type, the remote type code Tableau writes for it)
@@ -87,8 +110,19 @@ _TYPES = {
 }
 # integers that name or count something rather than measure it stay dimensions
 _ID_COLUMN = re.compile(r"(_id|_luid|_key|_number|version)$")
-_WORDS = {"luid": "LUID", "id": "ID", "ip": "IP", "idp": "IdP", "pat": "PAT", "url": "URL", "utc": "UTC",
-          "ts": "time", "dim": "", "fct": "", "rpt": ""}
+_WORDS = {
+    "luid": "LUID",
+    "id": "ID",
+    "ip": "IP",
+    "idp": "IdP",
+    "pat": "PAT",
+    "url": "URL",
+    "utc": "UTC",
+    "ts": "time",
+    "dim": "",
+    "fct": "",
+    "rpt": "",
+}
 
 
 def caption(name: str) -> str:
@@ -105,8 +139,9 @@ def read_hyper_tables(hyper_file: Path) -> dict[str, list[tuple[str, str]]]:
     with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}) as hyper:
         with Connection(hyper.endpoint, str(hyper_file)) as conn:
             return {
-                str(t.name.unescaped): [(str(c.name.unescaped), c.type.tag.name) for c in
-                                        conn.catalog.get_table_definition(t).columns]
+                str(t.name.unescaped): [
+                    (str(c.name.unescaped), c.type.tag.name) for c in conn.catalog.get_table_definition(t).columns
+                ]
                 for t in sorted(conn.catalog.get_table_names(SCHEMA), key=lambda t: str(t.name.unescaped))
             }
 
@@ -164,12 +199,25 @@ def build_tds(columns: dict[str, list[tuple[str, str]]], hyper_name: str) -> ET.
     order = _table_order(columns)
     ds = ET.Element("datasource", {"formatted-name": DATASOURCE, "inline": "true", "version": "18.1"})
     conn = ET.SubElement(ds, "connection", {"class": "federated"})
-    named = ET.SubElement(ET.SubElement(conn, "named-connections"), "named-connection",
-                          {"caption": DATASOURCE, "name": CONNECTION})
-    ET.SubElement(named, "connection", {
-        "authentication": "auth-none", "author-locale": "en_US", "class": "hyper",
-        "dbname": f"{EXTRACTS_DIR}/{hyper_name}", "default-settings": "yes", "schema": SCHEMA,
-        "server": "", "sslmode": "", "username": "tableau_internal_user", "workgroup-auth-mode": "as-is"})
+    named = ET.SubElement(
+        ET.SubElement(conn, "named-connections"), "named-connection", {"caption": DATASOURCE, "name": CONNECTION}
+    )
+    ET.SubElement(
+        named,
+        "connection",
+        {
+            "authentication": "auth-none",
+            "author-locale": "en_US",
+            "class": "hyper",
+            "dbname": f"{EXTRACTS_DIR}/{hyper_name}",
+            "default-settings": "yes",
+            "schema": SCHEMA,
+            "server": "",
+            "sslmode": "",
+            "username": "tableau_internal_user",
+            "workgroup-auth-mode": "as-is",
+        },
+    )
     collection = ET.SubElement(conn, "relation", {"type": "collection"})
     for table in order:
         ET.SubElement(collection, "relation", _relation(table))
@@ -178,9 +226,17 @@ def build_tds(columns: dict[str, list[tuple[str, str]]], hyper_name: str) -> ET.
         for ordinal, (column, hyper_type) in enumerate(columns[table]):
             datatype, _role, _kind, remote = _TYPES.get(hyper_type, _TYPES["TEXT"])
             record = ET.SubElement(records, "metadata-record", {"class": "column"})
-            for tag, text in (("remote-name", column), ("remote-type", remote), ("local-name", names[(table, column)]),
-                              ("parent-name", f"[{table}]"), ("remote-alias", column), ("ordinal", str(ordinal)),
-                              ("local-type", datatype), ("contains-null", "true"), ("object-id", f"[{table}]")):
+            for tag, text in (
+                ("remote-name", column),
+                ("remote-type", remote),
+                ("local-name", names[(table, column)]),
+                ("parent-name", f"[{table}]"),
+                ("remote-alias", column),
+                ("ordinal", str(ordinal)),
+                ("local-type", datatype),
+                ("contains-null", "true"),
+                ("object-id", f"[{table}]"),
+            ):
                 ET.SubElement(record, tag).text = text
     ET.SubElement(ds, "aliases", {"enabled": "yes"})
     for table in order:
@@ -189,15 +245,32 @@ def build_tds(columns: dict[str, list[tuple[str, str]]], hyper_name: str) -> ET.
             datatype, role, kind, _remote = _TYPES.get(hyper_type, _TYPES["TEXT"])
             if role == "measure" and _ID_COLUMN.search(column):
                 role, kind = "dimension", "ordinal"
-            field = ET.SubElement(ds, "column", {"caption": caption(column), "datatype": datatype,
-                                                 "name": names[(table, column)], "role": role, "type": kind})
+            field = ET.SubElement(
+                ds,
+                "column",
+                {
+                    "caption": caption(column),
+                    "datatype": datatype,
+                    "name": names[(table, column)],
+                    "role": role,
+                    "type": kind,
+                },
+            )
             _describe(field, column_description(doc, column) if doc else "")
     for index, (label, datatype, table, formula, description) in enumerate(CALCULATIONS):
         if table not in columns:
             continue
-        field = ET.SubElement(ds, "column", {"caption": label, "datatype": datatype,
-                                             "name": f"[Calculation_{index + 1}]", "role": "measure",
-                                             "type": "quantitative"})
+        field = ET.SubElement(
+            ds,
+            "column",
+            {
+                "caption": label,
+                "datatype": datatype,
+                "name": f"[Calculation_{index + 1}]",
+                "role": "measure",
+                "type": "quantitative",
+            },
+        )
         ET.SubElement(field, "calculation", {"class": "tableau", "formula": calculation_formula(formula, table, names)})
         _describe(field, description)
     common = ET.SubElement(ds, "folders-common")
@@ -208,8 +281,9 @@ def build_tds(columns: dict[str, list[tuple[str, str]]], hyper_name: str) -> ET.
         node = ET.SubElement(common, "folder", {"name": folder})
         for name in by_folder[folder]:
             ET.SubElement(node, "folder-item", {"name": name, "type": "field"})
-    ET.SubElement(ds, "layout", {"dim-ordering": "alphabetic", "measure-ordering": "alphabetic",
-                                 "show-structure": "true"})
+    ET.SubElement(
+        ds, "layout", {"dim-ordering": "alphabetic", "measure-ordering": "alphabetic", "show-structure": "true"}
+    )
     graph = ET.SubElement(ds, "object-graph")
     objects = ET.SubElement(graph, "objects")
     for table in order:

@@ -65,8 +65,13 @@ def watermarks(spark: SparkSession, cfg: Config, out: str) -> dict[tuple[int, st
     table = tables(cfg).ocsf_exports
     if not spark.catalog.tableExists(table):
         return {}
-    rows = (spark.table(table).where(F.col("out_dir") == out).groupBy("class_uid", "mart")
-            .agg(F.max("watermark").cast("string").alias("mark")).collect())
+    rows = (
+        spark.table(table)
+        .where(F.col("out_dir") == out)
+        .groupBy("class_uid", "mart")
+        .agg(F.max("watermark").cast("string").alias("mark"))
+        .collect()
+    )
     return {(r["class_uid"], r["mart"]): r["mark"] for r in rows}
 
 
@@ -78,8 +83,9 @@ def _newer(rows: DataFrame, after: str | None, up_to: str | None = None) -> Data
     return rows
 
 
-def class_events(spark: SparkSession, cfg: Config, cls: OcsfClass, marks: dict[tuple[int, str], str]
-                 ) -> tuple[DataFrame | None, dict[str, str]]:
+def class_events(
+    spark: SparkSession, cfg: Config, cls: OcsfClass, marks: dict[tuple[int, str], str]
+) -> tuple[DataFrame | None, dict[str, str]]:
     """The class's events not exported yet (None: none), and per mart the mark they reach."""
     t = tables(cfg)
     frames, reached = [], {}
@@ -94,8 +100,11 @@ def class_events(spark: SparkSession, cfg: Config, cls: OcsfClass, marks: dict[t
         if newest is None:
             continue
         reached[src.mart] = newest
-        frames.append(to_ocsf(src.mapping(_newer(rows, None, newest)), cls, cfg.get("ocsf.version"))
-                      .withColumn("_mart", F.lit(src.mart)))
+        frames.append(
+            to_ocsf(src.mapping(_newer(rows, None, newest)), cls, cfg.get("ocsf.version")).withColumn(
+                "_mart", F.lit(src.mart)
+            )
+        )
     if not frames:
         return None, {}
     events = frames[0]
@@ -107,37 +116,59 @@ def class_events(spark: SparkSession, cfg: Config, cls: OcsfClass, marks: dict[t
 def write_events(events: DataFrame, cfg: Config, location: str) -> list[Row]:
     """Append ``events`` under ``location`` partitioned as Security Lake reads it; -> the rows per
     (eventDay, mart) written."""
-    laid_out = (events
-                .withColumn("region", F.lit(cfg.get("ocsf.region")))
-                .withColumn("accountId", F.lit(cfg.get("ocsf.account_id")))
-                .withColumn("eventDay", F.date_format("event_time", "yyyyMMdd"))
-                .drop("event_time")
-                .persist())
+    laid_out = (
+        events.withColumn("region", F.lit(cfg.get("ocsf.region")))
+        .withColumn("accountId", F.lit(cfg.get("ocsf.account_id")))
+        .withColumn("eventDay", F.date_format("event_time", "yyyyMMdd"))
+        .drop("event_time")
+        .persist()
+    )
     try:
         figures = laid_out.groupBy("eventDay", "_mart").count().collect()
-        (laid_out.drop("_mart")
-         .repartition(*PARTITIONS)
-         .sortWithinPartitions(*PARTITIONS, "time")
-         .write.mode("append")
-         .option("compression", "zstd")
-         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")  # no _SUCCESS among the objects
-         .partitionBy(*PARTITIONS)
-         .parquet(location))
+        (
+            laid_out.drop("_mart")
+            .repartition(*PARTITIONS)
+            .sortWithinPartitions(*PARTITIONS, "time")
+            .write.mode("append")
+            .option("compression", "zstd")
+            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")  # no _SUCCESS among the objects
+            .partitionBy(*PARTITIONS)
+            .parquet(location)
+        )
     finally:
         laid_out.unpersist()
     return figures
 
 
-def record_export(spark: SparkSession, cfg: Config, export_id: str, out: str, cls: OcsfClass,
-                  reached: dict[str, str], result: ClassExport) -> None:
+def record_export(
+    spark: SparkSession,
+    cfg: Config,
+    export_id: str,
+    out: str,
+    cls: OcsfClass,
+    reached: dict[str, str],
+    result: ClassExport,
+) -> None:
     table = tables(cfg).ocsf_exports
     create_table_if_missing(spark, table, EXPORTS_SCHEMA)
     rows = [(export_id, out, cls.uid, mart, mark, result.by_mart.get(mart, 0)) for mart, mark in reached.items()]
-    frame = spark.createDataFrame(rows, "export_id string, out_dir string, class_uid int, mart string, "
-                                        "watermark string, events long")
-    (frame.select("export_id", F.current_timestamp().alias("exported_at"), "out_dir", "class_uid", "mart",
-                  F.col("watermark").cast("timestamp").alias("watermark"), "events")
-     .write.format("delta").mode("append").saveAsTable(table))
+    frame = spark.createDataFrame(
+        rows, "export_id string, out_dir string, class_uid int, mart string, watermark string, events long"
+    )
+    (
+        frame.select(
+            "export_id",
+            F.current_timestamp().alias("exported_at"),
+            "out_dir",
+            "class_uid",
+            "mart",
+            F.col("watermark").cast("timestamp").alias("watermark"),
+            "events",
+        )
+        .write.format("delta")
+        .mode("append")
+        .saveAsTable(table)
+    )
 
 
 def export_ocsf(spark: SparkSession, cfg: Config, out: str | None = None, log=print) -> list[ClassExport]:
@@ -163,10 +194,15 @@ def export_ocsf(spark: SparkSession, cfg: Config, out: str | None = None, log=pr
         result.events = sum(result.by_mart.values())
         record_export(spark, cfg, export_id, out, cls, reached, result)
         days = result.days[0] if len(result.days) == 1 else f"{result.days[0]}..{result.days[-1]}"
-        log(f"ocsf: {cls.uid} {cls.name}: {result.events:,} events -> ext/{result.source}/"
+        log(
+            f"ocsf: {cls.uid} {cls.name}: {result.events:,} events -> ext/{result.source}/"
             f"region={cfg.get('ocsf.region')}/accountId={cfg.get('ocsf.account_id')}/eventDay={days} "
-            f"({len(result.days)} day{'s' if len(result.days) != 1 else ''})")
+            f"({len(result.days)} day{'s' if len(result.days) != 1 else ''})"
+        )
     total = sum(r.events for r in results)
-    log(f"ocsf: {total:,} events written under {out}" if total else
-        f"ocsf: nothing new to export to {out} (every event of gold's marts is there already)")
+    log(
+        f"ocsf: {total:,} events written under {out}"
+        if total
+        else f"ocsf: nothing new to export to {out} (every event of gold's marts is there already)"
+    )
     return results

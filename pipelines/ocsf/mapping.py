@@ -118,8 +118,13 @@ def status_id(success: Column) -> Column:
 def _event(log_name: Column, tenant_uid: Column | str | None = None) -> list[Column]:
     """The columns ``to_ocsf`` turns into ``metadata`` and ``time``; ``log_name``: the Activity Log
     family (site or tenant)."""
-    return [F.col("event_id"), F.col("event_type"), F.col("event_time"), log_name.alias("log_name"),
-            _text(tenant_uid).alias("tenant_uid")]
+    return [
+        F.col("event_id"),
+        F.col("event_type"),
+        F.col("event_time"),
+        log_name.alias("log_name"),
+        _text(tenant_uid).alias("tenant_uid"),
+    ]
 
 
 def _lookup(mapping: dict, key: Column) -> Column:
@@ -145,16 +150,25 @@ def authentication_from_logins(logins: DataFrame) -> DataFrame:
         status_id(F.col("outcome") == "success").alias("status_id"),
         F.col("outcome_reason").alias("status_detail"),
         user(F.coalesce("user_luid", "tenant_user_id"), email="user_email").alias("user"),
-        F.when(method == "saml", 5).when(method == "oidc", 4).when(method.isin("pat", "password"), OTHER)
-        .otherwise(0).cast("int").alias("auth_protocol_id"),
-        F.when(method == "saml", "SAML").when(method == "oidc", "OpenID").when(method == "pat", "Personal access token")
-        .when(method == "password", "Password").alias("auth_protocol"),
+        F.when(method == "saml", 5)
+        .when(method == "oidc", 4)
+        .when(method.isin("pat", "password"), OTHER)
+        .otherwise(0)
+        .cast("int")
+        .alias("auth_protocol_id"),
+        F.when(method == "saml", "SAML")
+        .when(method == "oidc", "OpenID")
+        .when(method == "pat", "Personal access token")
+        .when(method == "password", "Password")
+        .alias("auth_protocol"),
         src_endpoint("ip_address").alias("src_endpoint"),
         http_request("user_agent").alias("http_request"),
         _session("session_id").alias("session"),
         # what was signed in to (OCSF wants a service or a destination): the site, or Cloud Manager
-        F.struct(F.when(F.col("family") == "tenant", "Tableau Cloud Manager").otherwise("Tableau Cloud site")
-                 .alias("name"), _text("site_luid").alias("uid")).alias("service"),
+        F.struct(
+            F.when(F.col("family") == "tenant", "Tableau Cloud Manager").otherwise("Tableau Cloud site").alias("name"),
+            _text("site_luid").alias("uid"),
+        ).alias("service"),
         unmapped(login_method="login_method", token_name="token_name").alias("unmapped"),
     )
 
@@ -184,7 +198,8 @@ def user_access_from_role_changes(lifecycle: DataFrame) -> DataFrame:
     return lifecycle.select(
         *_event(F.col("family")),
         _activity((F.col("new_role").isNotNull(), 1)),
-        F.when(F.col("new_role").isNotNull(), F.array("new_role")).otherwise(F.array().cast("array<string>"))
+        F.when(F.col("new_role").isNotNull(), F.array("new_role"))
+        .otherwise(F.array().cast("array<string>"))
         .alias("privileges"),
         _subject().alias("user"),
         _lifecycle_actor().alias("actor"),
@@ -201,13 +216,21 @@ def _permission_columns() -> list[Column]:
         *_event(F.lit("site")),
         _activity((kind == "set", 1), (kind.isin("delete", "delete_grantee"), 2)),
         F.when(F.col("capability").isNotNull(), F.array(F.concat_ws(":", "capability", mode)))
-        .otherwise(F.array().cast("array<string>")).alias("privileges"),
+        .otherwise(F.array().cast("array<string>"))
+        .alias("privileges"),
         status_id(~F.col("is_error")).alias("status_id"),
         resource("content_luid", "content_name", "content_type").alias("resource"),
         actor(user("actor_user_luid")).alias("actor"),
-        unmapped(site_luid="site_luid", change_kind="change_kind", initiating_user_luid="initiating_user_luid",
-                 content_id="content_id", capability_id="capability_id", permission_type="permission_type",
-                 template_type="template_type", is_deprecated_event="is_deprecated_event").alias("unmapped"),
+        unmapped(
+            site_luid="site_luid",
+            change_kind="change_kind",
+            initiating_user_luid="initiating_user_luid",
+            content_id="content_id",
+            capability_id="capability_id",
+            permission_type="permission_type",
+            template_type="template_type",
+            is_deprecated_event="is_deprecated_event",
+        ).alias("unmapped"),
     ]
 
 
@@ -255,8 +278,13 @@ def entity_management_from_tenant_security(changes: DataFrame) -> DataFrame:
     owner = user("subject_tenant_user_id", email="subject_email")
     # revoke_session names no session: the entity is then known only by its type
     name = F.when(_any(uid, name, owner), name).otherwise(entity_type)
-    entity = F.struct(uid.alias("uid"), name.alias("name"), entity_type.alias("type"),
-                      F.lit(OTHER).cast("int").alias("type_id"), owner.alias("user"))
+    entity = F.struct(
+        uid.alias("uid"),
+        name.alias("name"),
+        entity_type.alias("type"),
+        F.lit(OTHER).cast("int").alias("type_id"),
+        owner.alias("user"),
+    )
     return changes.select(
         *_event(F.lit("tenant"), "tenant_id"),
         F.coalesce(activity, F.lit(OTHER)).cast("int").alias("activity_id"),
@@ -264,9 +292,14 @@ def entity_management_from_tenant_security(changes: DataFrame) -> DataFrame:
         entity.alias("entity"),
         actor(user("actor_tenant_user_id", email="actor_email")).alias("actor"),
         src_endpoint("actor_ip_address").alias("src_endpoint"),
-        unmapped(site_luid="site_luid", change_kind="change_kind", is_secret_updated="is_secret_updated",
-                 old_settings_value="old_settings_value", new_settings_value="new_settings_value",
-                 token_expires_at="token_expires_at").alias("unmapped"),
+        unmapped(
+            site_luid="site_luid",
+            change_kind="change_kind",
+            is_secret_updated="is_secret_updated",
+            old_settings_value="old_settings_value",
+            new_settings_value="new_settings_value",
+            token_expires_at="token_expires_at",
+        ).alias("unmapped"),
     )
 
 
@@ -279,8 +312,13 @@ def web_resources_from_content_access(access: DataFrame) -> DataFrame:
         actor(user("actor_user_luid"), "session_id").alias("actor"),
         src_endpoint("ip_address").alias("src_endpoint"),
         http_request("user_agent").alias("http_request"),
-        unmapped(site_luid="site_luid", access_kind="access_kind", initiating_user_luid="initiating_user_luid",
-                 workbook_luid="workbook_luid", project_luid="project_luid").alias("unmapped"),
+        unmapped(
+            site_luid="site_luid",
+            access_kind="access_kind",
+            initiating_user_luid="initiating_user_luid",
+            workbook_luid="workbook_luid",
+            project_luid="project_luid",
+        ).alias("unmapped"),
     )
 
 
@@ -290,29 +328,62 @@ _USER_KNOWN = "coalesce(user_luid, tenant_user_id) IS NOT NULL"
 _ROLE_CHANGES = "('site_role_changed', 'tenant_role_changed')"
 
 CLASSES: tuple[OcsfClass, ...] = (
-    OcsfClass(3001, "Account Change", IAM, {1: "Create", 6: "Delete", OTHER: "Other"}, (
-        Source("fct_user_lifecycle", account_change_from_lifecycle,
-               f"action IN ('created', 'deleted') AND {_USER_KNOWN}"),
-    )),
-    OcsfClass(3002, "Authentication", IAM, {1: "Logon"}, (
-        Source("fct_logins", authentication_from_logins, _USER_KNOWN),
-    )),
-    OcsfClass(3004, "Entity Management", IAM, {1: "Create", 3: "Update", 4: "Delete", OTHER: "Other"}, (
-        Source("fct_tenant_security_changes", entity_management_from_tenant_security,
-               f"change_kind NOT IN {_ROLE_CHANGES}"),
-    )),
-    OcsfClass(3005, "User Access Management", IAM, {1: "Assign Privileges", 2: "Revoke Privileges", OTHER: "Other"}, (
-        Source("fct_user_lifecycle", user_access_from_role_changes, f"action IN {_ROLE_CHANGES} AND {_USER_KNOWN}"),
-        Source("fct_permission_changes", user_access_from_permissions, "grantee_type = 'user'"),
-    )),
-    OcsfClass(3006, "Group Management", IAM, {1: "Assign Privileges", 2: "Revoke Privileges", 3: "Add User",
-                                              4: "Remove User", OTHER: "Other"}, (
-        Source("fct_group_membership_changes", group_management_from_memberships),
-        Source("fct_permission_changes", group_privileges_from_permissions, "grantee_type = 'group'"),
-    )),
-    OcsfClass(6001, "Web Resources Activity", APPLICATION, {2: "Read", 7: "Export", OTHER: "Other"}, (
-        Source("fct_content_access", web_resources_from_content_access),
-    )),
+    OcsfClass(
+        3001,
+        "Account Change",
+        IAM,
+        {1: "Create", 6: "Delete", OTHER: "Other"},
+        (
+            Source(
+                "fct_user_lifecycle",
+                account_change_from_lifecycle,
+                f"action IN ('created', 'deleted') AND {_USER_KNOWN}",
+            ),
+        ),
+    ),
+    OcsfClass(
+        3002, "Authentication", IAM, {1: "Logon"}, (Source("fct_logins", authentication_from_logins, _USER_KNOWN),)
+    ),
+    OcsfClass(
+        3004,
+        "Entity Management",
+        IAM,
+        {1: "Create", 3: "Update", 4: "Delete", OTHER: "Other"},
+        (
+            Source(
+                "fct_tenant_security_changes",
+                entity_management_from_tenant_security,
+                f"change_kind NOT IN {_ROLE_CHANGES}",
+            ),
+        ),
+    ),
+    OcsfClass(
+        3005,
+        "User Access Management",
+        IAM,
+        {1: "Assign Privileges", 2: "Revoke Privileges", OTHER: "Other"},
+        (
+            Source("fct_user_lifecycle", user_access_from_role_changes, f"action IN {_ROLE_CHANGES} AND {_USER_KNOWN}"),
+            Source("fct_permission_changes", user_access_from_permissions, "grantee_type = 'user'"),
+        ),
+    ),
+    OcsfClass(
+        3006,
+        "Group Management",
+        IAM,
+        {1: "Assign Privileges", 2: "Revoke Privileges", 3: "Add User", 4: "Remove User", OTHER: "Other"},
+        (
+            Source("fct_group_membership_changes", group_management_from_memberships),
+            Source("fct_permission_changes", group_privileges_from_permissions, "grantee_type = 'group'"),
+        ),
+    ),
+    OcsfClass(
+        6001,
+        "Web Resources Activity",
+        APPLICATION,
+        {2: "Read", 7: "Export", OTHER: "Other"},
+        (Source("fct_content_access", web_resources_from_content_access),),
+    ),
 )
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from pipelines.errors import ConfigError
+
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.yaml")
 SOURCES = ("site", "tenant", "writeback")  # silver's site_events, tenant_events, writeback_audit
 PERSON_KEY, EMAIL, PERSON_NAME, NETWORK, RAW, NONE = "person_key", "email", "person_name", "network", "raw", "none"
@@ -26,7 +28,7 @@ MASKED_ROLES = (EMAIL, PERSON_NAME, NETWORK, RAW)
 META_KEY = "personal"
 
 
-class CatalogueError(ValueError):
+class CatalogueError(ConfigError):
     """The catalogue file is not what this module reads (a column twice, a role unknown, ...)."""
 
 
@@ -64,23 +66,34 @@ def _parse(raw: dict) -> Catalogue:
         for role in ROLES:
             for column in entry.get(role) or []:
                 if column in roles[source]:
-                    raise CatalogueError(f"{CATALOGUE_PATH.name}: {source}.{column} has two roles: "
-                                         f"{roles[source][column]} and {role}")
+                    raise CatalogueError(
+                        f"{CATALOGUE_PATH.name}: {source}.{column} has two roles: {roles[source][column]} and {role}"
+                    )
                 roles[source][column] = role
-        by_event[source] = {column: {role: tuple(events) for role, events in per_role.items()}
-                            for column, per_role in (entry.get("by_event") or {}).items()}
+        by_event[source] = {
+            column: {role: tuple(events) for role, events in per_role.items()}
+            for column, per_role in (entry.get("by_event") or {}).items()
+        }
         for column, per_role in by_event[source].items():
             if column not in roles[source] or not set(per_role) <= set(PERSONAL_ROLES):
-                raise CatalogueError(f"{CATALOGUE_PATH.name}: {source}: by_event {column}: not a listed column, "
-                                     f"or a role that is not personal ({sorted(per_role)})")
+                raise CatalogueError(
+                    f"{CATALOGUE_PATH.name}: {source}: by_event {column}: not a listed column, "
+                    f"or a role that is not personal ({sorted(per_role)})"
+                )
         groups = []
         for group in entry.get("people") or []:
             cols = {role: tuple(group[role]) for role in PERSONAL_ROLES if group.get(role)}
-            wrong = [c for role, cs in cols.items() for c in cs
-                     if roles[source].get(c) != role and role not in by_event[source].get(c, {})]
+            wrong = [
+                c
+                for role, cs in cols.items()
+                for c in cs
+                if roles[source].get(c) != role and role not in by_event[source].get(c, {})
+            ]
             if wrong:
-                raise CatalogueError(f"{CATALOGUE_PATH.name}: {source}: people group {group.get('who')!r} lists "
-                                     f"{wrong} under a role they do not have")
+                raise CatalogueError(
+                    f"{CATALOGUE_PATH.name}: {source}: people group {group.get('who')!r} lists "
+                    f"{wrong} under a role they do not have"
+                )
             groups.append(cols)
         people[source] = tuple(groups)
     return Catalogue(roles, people, by_event)

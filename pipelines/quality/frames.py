@@ -15,13 +15,16 @@ def bronze_rows_frame(spark: SparkSession, batch: DataFrame, file_ledger: str) -
     the batch's files only, never all of bronze), whichever is more."""
     in_batch = batch.groupBy("source_file").agg(F.countDistinct("run_id").alias("_runs_in_batch"))
     in_ledger = (
-        spark.table(file_ledger).where(F.col("status") == "landed")
+        spark.table(file_ledger)
+        .where(F.col("status") == "landed")
         .select(F.col("path").alias("source_file"))
         .join(in_batch.select("source_file"), "source_file", "left_semi")
-        .groupBy("source_file").agg(F.count(F.lit(1)).alias("_landed"))
+        .groupBy("source_file")
+        .agg(F.count(F.lit(1)).alias("_landed"))
     )
     runs = in_batch.join(in_ledger, "source_file", "left").select(
-        "source_file", F.greatest("_runs_in_batch", F.coalesce("_landed", F.lit(0))).alias("source_file_runs"))
+        "source_file", F.greatest("_runs_in_batch", F.coalesce("_landed", F.lit(0))).alias("source_file_runs")
+    )
     return batch.join(F.broadcast(runs), "source_file", "left").select(
         "*", ((F.col("parse_status") != "ok") | F.col("event_type").isNotNull()).alias("event_type_present")
     )
@@ -41,6 +44,15 @@ def silver_batch_frame(bronze_rows: int, inserted: int, duplicates: int, quarant
     Counted in Python already, so a pandas frame: the gate checks it without a Spark job."""
     ratio = quarantined / bronze_rows if bronze_rows else 0.0
     difference = bronze_rows - (inserted + duplicates + quarantined)
-    return pd.DataFrame([{"bronze_rows": bronze_rows, "inserted": inserted, "duplicates": duplicates,
-                          "quarantined": quarantined, "quarantine_ratio": float(ratio),
-                          "reconciliation_difference": difference}])
+    return pd.DataFrame(
+        [
+            {
+                "bronze_rows": bronze_rows,
+                "inserted": inserted,
+                "duplicates": duplicates,
+                "quarantined": quarantined,
+                "quarantine_ratio": float(ratio),
+                "reconciliation_difference": difference,
+            }
+        ]
+    )

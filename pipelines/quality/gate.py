@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import PROJECT_ROOT, Config
 from pipelines.delta_util import ensure_schema
+from pipelines.errors import CheckFailed
 from pipelines.tables import tables
 
 if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its import alone takes seconds)
@@ -47,7 +48,7 @@ DQ_RESULTS_SCHEMA = (
 )
 
 
-class QualityGateError(RuntimeError):
+class QualityGateError(CheckFailed):
     """A critical expectation failed: the batch is not promoted."""
 
 
@@ -113,8 +114,9 @@ def context_dir(cfg: Config) -> Path:
     template (``expectations/gx``: its configuration and Data Docs styles) when missing."""
     root = cfg.quality_dir
     if not (root / "gx" / "great_expectations.yml").is_file():
-        shutil.copytree(CONTEXT_TEMPLATE, root / "gx", dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(*IGNORED_IN_TEMPLATE))
+        shutil.copytree(
+            CONTEXT_TEMPLATE, root / "gx", dirs_exist_ok=True, ignore=shutil.ignore_patterns(*IGNORED_IN_TEMPLATE)
+        )
     return root
 
 
@@ -180,8 +182,9 @@ class QualityGate:
             gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
         )
 
-    def validate(self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame,
-                 run_id: str) -> list[ExpectationOutcome]:
+    def validate(
+        self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str
+    ) -> list[ExpectationOutcome]:
         """Validate ``frame`` (a Spark frame, or a pandas one of figures counted already) against ``spec``;
         record outcomes; raise if a critical one failed."""
         if not self.enabled:
@@ -206,8 +209,9 @@ class QualityGate:
         finally:
             narrow.unpersist()
 
-    def _validate(self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data,
-                  run_id: str) -> list[ExpectationOutcome]:
+    def _validate(
+        self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data, run_id: str
+    ) -> list[ExpectationOutcome]:
         result = self._checkpoint(name, spec, engine).run(batch_parameters={"dataframe": data})
         outcomes = []
         for suite_result in result.run_results.values():
@@ -297,8 +301,12 @@ def latest_run_summary(spark: SparkSession, cfg: Config) -> tuple[str, list] | N
     last = spark.table(table).orderBy(F.col("validated_at").desc()).select("run_id").first()
     if last is None:
         return None
-    rows = (spark.table(table).where(F.col("run_id") == last["run_id"])
-            .groupBy("checkpoint", "severity")
-            .agg(F.count("*").alias("checked"), F.count_if(~F.col("success")).alias("failed"))
-            .orderBy("checkpoint", "severity").collect())
+    rows = (
+        spark.table(table)
+        .where(F.col("run_id") == last["run_id"])
+        .groupBy("checkpoint", "severity")
+        .agg(F.count("*").alias("checked"), F.count_if(~F.col("success")).alias("failed"))
+        .orderBy("checkpoint", "severity")
+        .collect()
+    )
     return last["run_id"], rows

@@ -89,7 +89,8 @@ def silver_events_suite(cfg: Config, family: str) -> SuiteSpec:
         if col.codes:
             expectations.append(
                 gxe.ExpectColumnValuesToBeInSet(
-                    column=col.column, value_set=sorted({code for code, _ in col.codes + col.legacy_codes}),
+                    column=col.column,
+                    value_set=sorted({code for code, _ in col.codes + col.legacy_codes}),
                     meta=m("documented_codes"),
                 )
             )

@@ -153,8 +153,18 @@ def _advance_watermarks(
         seen = newest.get(d.database)
         candidates = [w for w in (d.watermark_utc, min(seen, now) if seen else None) if w is not None]
         d.watermark_utc = max(candidates) if candidates else None
-        records.append((d.source, d.database, d.watermark_utc, d.read_from_utc, d.rows_read, d.rows_landed,
-                        run_id, datetime.now(UTC)))
+        records.append(
+            (
+                d.source,
+                d.database,
+                d.watermark_utc,
+                d.read_from_utc,
+                d.rows_read,
+                d.rows_landed,
+                run_id,
+                datetime.now(UTC),
+            )
+        )
     table = tables(cfg).writeback_watermarks
     spark.createDataFrame(records, _WATERMARK_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
 
@@ -196,6 +206,8 @@ def land_writeback(
     for d in result.databases:
         if not d.error:
             since = f" from {d.read_from_utc:%Y-%m-%d %H:%M} UTC" if d.read_from_utc else ""
-            log(f"writeback bronze: {d.database}: {d.rows_read} rows read{since}, "
-                f"{d.rows_landed} new -> {t.writeback_raw}")
+            log(
+                f"writeback bronze: {d.database}: {d.rows_read} rows read{since}, "
+                f"{d.rows_landed} new -> {t.writeback_raw}"
+            )
     return result

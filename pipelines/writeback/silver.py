@@ -144,8 +144,10 @@ def classify(bronze_rows: DataFrame) -> DataFrame:
             .when(bad_local, F.concat(F.lit("ACTIONDATE_LOCAL is not a timestamp: "), local_text))
             .otherwise(F.format_string("ACTIONDATE_LOCAL is %d minutes from ACTIONDATE_UTC", F.col("_offset"))),
         )
-        .when(reason == UNKNOWN_ACTION, F.concat(F.lit("ACTIONNAME not documented: "),
-                                                 F.coalesce(F.col("ACTIONNAME"), F.lit("(missing)"))))
+        .when(
+            reason == UNKNOWN_ACTION,
+            F.concat(F.lit("ACTIONNAME not documented: "), F.coalesce(F.col("ACTIONNAME"), F.lit("(missing)"))),
+        )
         .when(reason == UNKNOWN_DATABASE, F.concat(F.lit("database role not known: "), F.col("database")))
     )
     return rows.withColumn("_reason", reason).withColumn("_detail", detail)
@@ -167,10 +169,14 @@ def _edit_kind() -> Column:
 def _typed(valid: DataFrame) -> DataFrame:
     dataset_key, widget = _uuid(F.col("_dataset_key_raw")), _uuid(F.col("_widget_raw"))
     rescued = F.map_concat(
-        F.when(F.col("_dataset_key_raw").isNotNull() & dataset_key.isNull(),
-               F.create_map(F.lit("DATASETKEY"), F.col("_dataset_key_raw"))).otherwise(F.create_map()),
-        F.when(F.col("_widget_raw").isNotNull() & widget.isNull(),
-               F.create_map(F.lit("IDWIDGETCONFIGURATION"), F.col("_widget_raw"))).otherwise(F.create_map()),
+        F.when(
+            F.col("_dataset_key_raw").isNotNull() & dataset_key.isNull(),
+            F.create_map(F.lit("DATASETKEY"), F.col("_dataset_key_raw")),
+        ).otherwise(F.create_map()),
+        F.when(
+            F.col("_widget_raw").isNotNull() & widget.isNull(),
+            F.create_map(F.lit("IDWIDGETCONFIGURATION"), F.col("_widget_raw")),
+        ).otherwise(F.create_map()),
     ).cast("map<string,string>")
     kind = _edit_kind()
     operations = F.filter(F.transform(F.split(F.col("_params"), ";"), lambda op: F.trim(op)), lambda op: op != "")
@@ -200,8 +206,9 @@ def _typed(valid: DataFrame) -> DataFrame:
         F.col("ingest_ts").alias("bronze_ingest_ts"),
     )
     # what a copy says, once typed: copies that differ only in spelling (an ID in capitals) agree
-    meaning = [c for c in typed.columns if c not in ("database", "bronze_id", "source", "bronze_run_id",
-                                                     "bronze_ingest_ts")]
+    meaning = [
+        c for c in typed.columns if c not in ("database", "bronze_id", "source", "bronze_run_id", "bronze_ingest_ts")
+    ]
     return typed.withColumn("_meaning", F.sha2(F.to_json(F.struct(*meaning)), 256))
 
 

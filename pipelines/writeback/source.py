@@ -20,15 +20,15 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import WRITEBACK_SOURCES, Config, secret
+from pipelines.config import Config, secret
+from pipelines.errors import ExternalError
 from pipelines.writeback import COLUMNS, ROLE_FIELD
 
-SOURCE_KINDS = WRITEBACK_SOURCES  # file | jdbc | none: load_config checks writeback.source
 SOURCE_COLUMNS = [*COLUMNS, "database", "parse_status", "raw_record", "source"]
 _REQUIRED_DB_COLUMNS = ("ID", "ACTIONDATE_UTC")
 
 
-class WritebackSourceError(RuntimeError):
+class WritebackSourceError(ExternalError):
     """A write-back database could not be read (one line: host, port, database, cause)."""
 
 
@@ -65,9 +65,12 @@ def read_file_export(spark: SparkSession, path: Path, default_database: str) -> 
         lines = spark.read.text(str(path)).where(F.trim("value") != "")
         # map<string,string>: numbers and nested values keep their JSON text; NULL when not an object
         parsed = F.from_json("value", "map<string,string>")
-        frame = lines.select("value", F.map_from_entries(
-            F.transform(F.map_entries(parsed), lambda e: F.struct(F.upper(e["key"]), e["value"]))
-        ).alias("_m"))
+        frame = lines.select(
+            "value",
+            F.map_from_entries(
+                F.transform(F.map_entries(parsed), lambda e: F.struct(F.upper(e["key"]), e["value"]))
+            ).alias("_m"),
+        )
         by_upper = {c: F.col("_m")[c] for c in [*COLUMNS, ROLE_FIELD]}
         raw = F.col("value")
         status = F.when(F.col("_m").isNull(), "malformed").otherwise("ok")
@@ -130,7 +133,8 @@ def incremental_query(table: str, actual_columns: dict[str, str], since: datetim
     a text column (ISO text sorts as time).
     """
     select = ", ".join(
-        f"CAST({_quote(actual_columns[c])} AS text) AS {_quote(c)}" if c in actual_columns
+        f"CAST({_quote(actual_columns[c])} AS text) AS {_quote(c)}"
+        if c in actual_columns
         else f"CAST(NULL AS text) AS {_quote(c)}"
         for c in COLUMNS
     )
@@ -162,10 +166,7 @@ def read_jdbc(
                 f"(host {cfg.get('writeback.jdbc.host')}, port {cfg.get('writeback.jdbc.port')}, database {database})"
             )
         rows = (
-            spark.read.format("jdbc")
-            .options(**options)
-            .option("query", incremental_query(table, actual, since))
-            .load()
+            spark.read.format("jdbc").options(**options).option("query", incremental_query(table, actual, since)).load()
         )
         framed = rows.select(
             *[F.col(c) for c in COLUMNS],

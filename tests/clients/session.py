@@ -20,8 +20,15 @@ tls = {"use_ssl": True, "ca_cert": job["ca_cert"]} if job.get("ca_cert") else {}
 
 
 def session():
-    return connect(host=job["host"], port=job["port"], auth_mechanism="PLAIN", user=job["user"],
-                   password=job.get("password") or "-", timeout=120, **tls)
+    return connect(
+        host=job["host"],
+        port=job["port"],
+        auth_mechanism="PLAIN",
+        user=job["user"],
+        password=job.get("password") or "-",
+        timeout=120,
+        **tls,
+    )
 
 
 try:

@@ -1,6 +1,6 @@
 {#
-  unique + not_null in one pass over the model (one query instead of two: staging has a view
-  per event type, and each test is a scan of silver).
+  unique + not_null in one pass over the model: one query instead of two (each data test is a
+  Spark job of its own, and a staging view's test is a scan of silver).
 #}
 {% test primary_key(model, column_name) %}
     select

@@ -99,8 +99,20 @@ def generate_activity_log(
         start = start.replace(tzinfo=UTC)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return Generator(out, int(events), seed, start, days, dirty, progress, layout, live_feed, security_stories,
-                     snapshots, int(snapshot_every)).run()
+    return Generator(
+        out,
+        int(events),
+        seed,
+        start,
+        days,
+        dirty,
+        progress,
+        layout,
+        live_feed,
+        security_stories,
+        snapshots,
+        int(snapshot_every),
+    ).run()
 
 
 __all__ = [

@@ -175,9 +175,7 @@ class RecordDirt:
                 "duration": rng.randint(1000, 900_000),
                 "initiated_us": us - rng.randint(1, 900) * 1_000_000,
             }
-        edition = (
-            "legacy" if family == "site" and "legacy" in spec.editions and rng.random() < 0.2 else "current"
-        )
+        edition = "legacy" if family == "site" and "legacy" in spec.editions and rng.random() < 0.2 else "current"
         shape = "envelope" if rng.random() < 0.3 else "flat"
         rec = render(spec, c, edition, shape)
         partition = site.luid if family == "site" else g.world.tenant.id
@@ -221,9 +219,7 @@ class RecordDirt:
         g = self.g
         g.put(rec, family, partition, et, us, shape, edition, ring=False)
         if kind == "duplicate_other_shape":
-            attrs = (
-                rec["event"] if shape == "envelope" else {k: v for k, v in rec.items() if k != "eventType"}
-            )
+            attrs = rec["event"] if shape == "envelope" else {k: v for k, v in rec.items() if k != "eventType"}
             other = "flat" if shape == "envelope" else "envelope"
             rec, shape = shape_record(et, attrs, other, us, self.rng), other
         g.put(
@@ -296,9 +292,7 @@ class RecordDirt:
     def bad_event_time(self, hour_us: int) -> None:
         rec, family, et, us, shape, edition, partition = self._fresh(hour_us)
         attrs = rec["event"] if shape == "envelope" else rec
-        attrs["eventTime"] = (
-            self.rng.choice(BAD_TIMES[:2]) if self.rng.random() < 0.8 else self.rng.choice(BAD_TIMES)
-        )
+        attrs["eventTime"] = self.rng.choice(BAD_TIMES[:2]) if self.rng.random() < 0.8 else self.rng.choice(BAD_TIMES)
         self.g.put(rec, family, partition, et, us, shape, edition, ring=False)
         self._count("bad_event_time")
 

@@ -158,7 +158,8 @@ class Generator:
         self.record_dirt = RecordDirt(self, seed, per_kind_target(events), self.hours) if dirty else None
         self.snapshots = (  # the entities at the top of the hours (--snapshots)
             SnapshotWriter(Path(out_dir), layout, self.world, seed, self.start_us, self.hours, snapshot_every, dirty)
-            if snapshots else None
+            if snapshots
+            else None
         )
         self.open_hour = self.start_us // HOUR_US - 3
         self.produced = 0
@@ -168,10 +169,7 @@ class Generator:
         self.tail_types = sorted(
             k
             for k, s in self.specs.items()
-            if k not in VOLUME_TYPES
-            and k not in COVERAGE_ONLY
-            and not s.deprecated
-            and k[1] not in self.replacements
+            if k not in VOLUME_TYPES and k not in COVERAGE_ONLY and not s.deprecated and k[1] not in self.replacements
         )
         self.legacy_capable = {k: "legacy" in s.editions for k, s in self.specs.items()}
         self.tokens = []
@@ -214,9 +212,7 @@ class Generator:
         spec = self.specs[(family, et)]
         rng = self.rng
         if edition is None:
-            edition = (
-                "legacy" if (self.legacy_capable[(family, et)] and rng.random() < LEGACY_SHARE) else "current"
-            )
+            edition = "legacy" if (self.legacy_capable[(family, et)] and rng.random() < LEGACY_SHARE) else "current"
         if shape is None:
             shape = "envelope" if rng.random() < ENVELOPE_SHARE else "flat"
         c.variant = time_variant(rng)
@@ -281,24 +277,21 @@ class Generator:
         before, after = (range(0, cut - 1), range(cut + 1, hours)) if straddles else (range(hours),) * 2
         coverage: dict[int, list] = {}
         for spec in self.specs.values():
-            span = (
-                before if spec.deprecated else after if spec.event_type in self.replacements else range(hours)
-            )
+            span = before if spec.deprecated else after if spec.event_type in self.replacements else range(hours)
             coverage.setdefault(rng.choice(span), []).append((spec.family, spec.event_type, "full"))
             if "legacy" in spec.editions:
                 coverage.setdefault(rng.choice(span), []).append((spec.family, spec.event_type, "legacy"))
         story_plan: dict[int, list] = {}
         for fn, count in stories.scheduled_counts(self.events):
-            span = {stories.deprecated_permissions: before, stories.permission_edit: after}.get(
-                fn, range(hours)
-            )
+            span = {stories.deprecated_permissions: before, stories.permission_edit: after}.get(fn, range(hours))
             for _ in range(count):
                 h = rng.choice(span)
                 story_plan.setdefault(h, []).append(fn)
         if self.security_stories:
             for fn, when in stories.SECURITY_STORIES:
-                story_plan.setdefault(rng.choice(range(hours // 2, hours) if when == "late" else range(hours)),
-                                      []).append(fn)
+                story_plan.setdefault(
+                    rng.choice(range(hours // 2, hours) if when == "late" else range(hours)), []
+                ).append(fn)
         return coverage, story_plan
 
     def _site(self):

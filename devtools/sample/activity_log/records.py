@@ -60,8 +60,14 @@ _KIND_BY_LUID = (
     ("published_connection", "publishedConnectionLuid"),
     ("dqi", "dataQualityIndicatorLuid"),
 )
-_SPEC_TYPES = {"int": "int", "bigint": "bigint", "boolean": "boolean", "double": "double", "string": "string",
-               "timestamp": "timestamp"}
+_SPEC_TYPES = {
+    "int": "int",
+    "bigint": "bigint",
+    "boolean": "boolean",
+    "double": "double",
+    "string": "string",
+    "timestamp": "timestamp",
+}
 LIVE_FEED = "live_feed"  # the registry's edition of what the live feed adds to the references
 
 
@@ -224,8 +230,11 @@ def attribute_list(spec, edition: str, live_feed: bool = False) -> list[tuple[st
     live = live_feed or edition == LIVE_FEED or LIVE_FEED in spec.editions
     common = [(a.name, a.spark_type) for a in common_attributes(spec.family) if live or LIVE_FEED not in a.editions]
     if edition in ("current", LIVE_FEED):
-        own = [(a.name, a.spark_type) for a in spec.attributes
-               if "current" in a.editions or (live and LIVE_FEED in a.editions)]
+        own = [
+            (a.name, a.spark_type)
+            for a in spec.attributes
+            if "current" in a.editions or (live and LIVE_FEED in a.editions)
+        ]
         return common + [x for x in own if x[0] not in dict(common)]
     if edition == "legacy":
         if "legacy" not in spec.editions:

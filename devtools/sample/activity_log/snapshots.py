@@ -30,29 +30,34 @@ from .writer import entity_dir
 ENTITY_TYPES = ("users", "groups", "group_members", "workbooks", "datasources")
 SNAPSHOT_DIRTY_KINDS = ("poison_snapshot",)
 _TS = pa.timestamp("us", tz="UTC")
-_CONTENT = pa.schema([
-    ("luid", pa.string()),
-    ("id", pa.int64()),
-    ("name", pa.string()),
-    ("project_luid", pa.string()),
-    ("owner_luid", pa.string()),
-    ("size", pa.int64()),
-    ("created_at", _TS),
-    ("updated_at", _TS),
-])
-SCHEMAS = {
-    "users": pa.schema([
+_CONTENT = pa.schema(
+    [
         ("luid", pa.string()),
         ("id", pa.int64()),
-        ("name", pa.string()),  # the sign-in name
-        ("display_name", pa.string()),
-        ("email", pa.string()),
-        ("site_role", pa.string()),  # the REST API's name (SiteAdministratorCreator, Viewer, ...)
-        ("is_system_admin", pa.bool_()),
+        ("name", pa.string()),
+        ("project_luid", pa.string()),
+        ("owner_luid", pa.string()),
+        ("size", pa.int64()),
         ("created_at", _TS),
-    ]),
-    "groups": pa.schema([("luid", pa.string()), ("id", pa.int64()), ("name", pa.string()),
-                         ("domain_name", pa.string())]),
+        ("updated_at", _TS),
+    ]
+)
+SCHEMAS = {
+    "users": pa.schema(
+        [
+            ("luid", pa.string()),
+            ("id", pa.int64()),
+            ("name", pa.string()),  # the sign-in name
+            ("display_name", pa.string()),
+            ("email", pa.string()),
+            ("site_role", pa.string()),  # the REST API's name (SiteAdministratorCreator, Viewer, ...)
+            ("is_system_admin", pa.bool_()),
+            ("created_at", _TS),
+        ]
+    ),
+    "groups": pa.schema(
+        [("luid", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("domain_name", pa.string())]
+    ),
     "group_members": pa.schema([("group_luid", pa.string()), ("user_luid", pa.string())]),
     "workbooks": _CONTENT,
     "datasources": _CONTENT,
@@ -139,8 +144,9 @@ class SnapshotWriter:
     from a stream of their own, seeded from ``seed``.
     """
 
-    def __init__(self, out_dir: Path, layout: str, world, seed: int, start_us: int, hours: int, every: int,
-                 dirty: bool) -> None:
+    def __init__(
+        self, out_dir: Path, layout: str, world, seed: int, start_us: int, hours: int, every: int, dirty: bool
+    ) -> None:
         self.out, self.layout, self.world = Path(out_dir), layout, world
         self.start_hour, self.hours = start_us // HOUR_US, hours
         self.at = snapshot_hours(hours, every)
@@ -155,8 +161,11 @@ class SnapshotWriter:
         if dirty:
             late = [h for h in self.at if 2 * h >= hours]
             self._silent_at = self.rng.choice(late[:-1] or late)  # seen in more than one snapshot if it can be
-            self._poison = (self.rng.choice(self.at), self.rng.randrange(len(world.sites)),
-                            self.rng.choice(ENTITY_TYPES))
+            self._poison = (
+                self.rng.choice(self.at),
+                self.rng.randrange(len(world.sites)),
+                self.rng.choice(ENTITY_TYPES),
+            )
 
     def take(self, hi: int) -> None:
         """Write the snapshots of hour offset ``hi`` if it is a snapshot hour."""
@@ -194,13 +203,15 @@ class SnapshotWriter:
             if users:
                 user = self.rng.choice(users)
                 self._silent[(site.luid, user.luid)] = (user.site_role_id, SILENT_TO)
-                self.silent_changes.append({
-                    "site_luid": site.luid,
-                    "user_luid": user.luid,
-                    "old_role": SITE_ROLE_NAMES[user.site_role_id],
-                    "new_role": SITE_ROLE_NAMES[SILENT_TO],
-                    "hour": iso((self.start_hour + hi) * HOUR_US, 1),
-                })
+                self.silent_changes.append(
+                    {
+                        "site_luid": site.luid,
+                        "user_luid": user.luid,
+                        "old_role": SITE_ROLE_NAMES[user.site_role_id],
+                        "new_role": SITE_ROLE_NAMES[SILENT_TO],
+                        "hour": iso((self.start_hour + hi) * HOUR_US, 1),
+                    }
+                )
                 return
 
     def _roles(self, site) -> dict[str, int]:

@@ -137,15 +137,9 @@ def background_job(g, site, t0: int, task=None, fail: bool | None = None) -> int
         if obj.kind == "workbook":
             et = f"hist_{verb}_workbook_extracts"
         else:
-            et = (
-                "hist_refresh_datasource_extract"
-                if verb == "refresh"
-                else "hist_increment_datasource_extract"
-            )
+            et = "hist_refresh_datasource_extract" if verb == "refresh" else "hist_increment_datasource_extract"
         job["failed"] = failed
-        job["details"] = (
-            error if failed else f"Extract {verb} completed: {rng.randint(1_000, 9_000_000)} rows"
-        )
+        job["details"] = error if failed else f"Extract {verb} completed: {rng.randint(1_000, 9_000_000)} rows"
         g.emit(et, c)
         n += 1
     elif task.type == "SubscriptionTask" and not failed:
@@ -166,8 +160,14 @@ def bridge_job(g, site, t0: int, task) -> int:
     rng = g.rng
     failed = rng.random() < task.fail_rate
     run = rng.randint(30, 1200) * SEC + _jitter(g)
-    job = {"id": g.next_job_id(), "luid": new_uuid(rng), "type": "RefreshExtractsViaBridge", "state": "InProgress",
-           "duration": 0, "notes": ""}
+    job = {
+        "id": g.next_job_id(),
+        "luid": new_uuid(rng),
+        "type": "RefreshExtractsViaBridge",
+        "state": "InProgress",
+        "duration": 0,
+        "notes": "",
+    }
     c = g.ctx(site, task.creator, t0)
     c.task, c.subject, c.job = task, task.obj, job
     g.emit("bridge_job", c, edition="current")
@@ -237,9 +237,7 @@ def tenant_api(g, site, t0: int) -> int:
     rng = g.rng
     admin = rng.choice(g.world.tenant.admins + site.admins)
     c = g.ctx(site, admin, t0, family="tenant")
-    et = rng.choice(
-        ["get_users", "get_users", "get_sites", "list_personal_access_tokens", "tcm_activity_log_access"]
-    )
+    et = rng.choice(["get_users", "get_users", "get_sites", "list_personal_access_tokens", "tcm_activity_log_access"])
     g.emit(et, c, family="tenant")
     return 1
 
@@ -619,8 +617,14 @@ def token_after_offboarding(g, site, t0: int) -> int:
     if len(owners) < 2:
         return 0
     owner = rng.choice(owners)
-    tok = {"id": new_uuid(rng), "name": f"{owner.name}-export", "user": owner, "site": site,
-           "created_us": t0, "ttl_h": 24 * 365}
+    tok = {
+        "id": new_uuid(rng),
+        "name": f"{owner.name}-export",
+        "user": owner,
+        "site": site,
+        "created_us": t0,
+        "ttl_h": 24 * 365,
+    }
     c = g.ctx(site, owner, t0, family="tenant")
     c.user = owner
     c.session = new_uuid(rng)

@@ -335,9 +335,7 @@ G: dict = {
     "ownerName": lambda c: _subject_owner(c).name,
     "projectLuid": lambda c: _subject_project(c).luid,
     "projectName": lambda c: _subject_project(c).name,
-    "parentProjectLuid": lambda c: (
-        c.subject.parent.luid if getattr(c.subject, "parent", None) is not None else ""
-    ),
+    "parentProjectLuid": lambda c: c.subject.parent.luid if getattr(c.subject, "parent", None) is not None else "",
     "repositoryUrl": lambda c: getattr(c.subject, "repo_url", "") or c.site.url,
     "revision": lambda c: getattr(c.subject, "revision", "1.0"),
     "siteName": lambda c: c.site.name,
@@ -436,9 +434,7 @@ G: dict = {
     "scopedMetricId": lambda c: new_uuid(c.rng),
     "subscriptionOperation": lambda c: c.rng.choice(["subscribe", "unsubscribe"]),
     # permissions
-    "authorizableType": lambda c: (
-        _content_type(c).title() if _content_type(c) != "datasource" else "Datasource"
-    ),
+    "authorizableType": lambda c: _content_type(c).title() if _content_type(c) != "datasource" else "Datasource",
     "capabilityId": lambda c: (c.job or {}).get("cap", _CAPABILITIES[8])[0],
     "capabilityValue": lambda c: (c.job or {}).get("cap", _CAPABILITIES[8])[1],
     "contentId": lambda c: _content(c).id,
@@ -530,8 +526,10 @@ G: dict = {
     "endpointName": lambda c: c.rng.choice(["bootstrapSession", "render-tooltip-server", "select", "get-world-update"]),
     "referrer": lambda c: f"https://online.tableau.com/#/site/{c.site.url}/views/{_view(c).repo_url}",
     "requestId": lambda c: new_uuid(c.rng),
-    "requestUri": lambda c: f"/vizql/t/{c.site.url}/w/{_workbook(c).repo_url}/v/{_view(c).name.replace(' ', '')}"
-    f"/sessions/{_vizql_session(c)}",
+    "requestUri": lambda c: (
+        f"/vizql/t/{c.site.url}/w/{_workbook(c).repo_url}/v/{_view(c).name.replace(' ', '')}"
+        f"/sessions/{_vizql_session(c)}"
+    ),
     "siteUri": lambda c: c.site.url,
     "viewName": lambda c: _view(c).name,
     "viewRepoUrl": lambda c: _view(c).repo_url,

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .values import DAY_US, HOUR_US, iso_micro, to_us
+from .values import DAY_US, HOUR_US, to_us
 
 LICENSING_ROLE = {
     0: "Explorer",
@@ -421,8 +421,7 @@ class World:
 
 
 _UAS = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/124.0 Safari/537.36",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) "
     "Version/17.4 Safari/605.1.15",
     "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0",
@@ -849,18 +848,4 @@ def _build_tenant(draws: _Draws, all_users: list) -> Tenant:
         oidc_resource_id=draws.uuid(),
         private_connection_id=draws.uuid(),
         admins=[u for u in all_users if u.tenant_role == "TenantAdmin"],
-    )
-
-
-def describe(world: World) -> str:
-    """A one-paragraph human description (for logs)."""
-    parts = [
-        f"{s.name} ({s.url}, {s.luid}): {len(s.users)} users, {len(s.groups)} groups, "
-        f"{len(s.content['workbook'])} workbooks, {len(s.content['view'])} views"
-        for s in world.sites
-    ]
-    return (
-        f"tenant {world.tenant.name} ({world.tenant.id}); "
-        + "; ".join(parts)
-        + f"; window starts {iso_micro(world.start_us)}"
     )

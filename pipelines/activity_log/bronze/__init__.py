@@ -12,5 +12,4 @@ from pipelines.activity_log.bronze.land import LandingResult, ensure_bronze_tabl
 from pipelines.activity_log.bronze.layout import FAMILIES
 from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, to_bronze_rows
 
-__all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "ensure_bronze_tables", "land_bronze",
-           "to_bronze_rows"]
+__all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "ensure_bronze_tables", "land_bronze", "to_bronze_rows"]

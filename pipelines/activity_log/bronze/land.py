@@ -103,21 +103,27 @@ def _lineage_path(col: Column) -> Column:
 def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
     """Every line of ``files`` (gzip by name), with the file's lineage: Spark's own text source."""
     return (
-        spark.read.option("ignoreMissingFiles", "true").text([_spark_path(f.path) for f in files])
-        .select("value", _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
-                F.col("_metadata.file_size").alias("source_file_size"),
-                F.col("_metadata.file_modification_time").alias("source_file_mtime"))
+        spark.read.option("ignoreMissingFiles", "true")
+        .text([_spark_path(f.path) for f in files])
+        .select(
+            "value",
+            _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
+            F.col("_metadata.file_size").alias("source_file_size"),
+            F.col("_metadata.file_modification_time").alias("source_file_mtime"),
+        )
     )
 
 
-def gzip_verdicts(spark: SparkSession, files: list[ListedFile], on_driver: bool | None = None) -> dict[
-        str, tuple[str, str | None, str | None]]:
+def gzip_verdicts(
+    spark: SparkSession, files: list[ListedFile], on_driver: bool | None = None
+) -> dict[str, tuple[str, str | None, str | None]]:
     """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that could be opened."""
     return file_verdicts(spark, [f for f in files if named_gzip(f.path)], check_gzip, on_driver)
 
 
-def file_verdicts(spark: SparkSession, files: list[ListedFile], check, on_driver: bool | None = None) -> dict[
-        str, tuple[str, str | None, str | None]]:
+def file_verdicts(
+    spark: SparkSession, files: list[ListedFile], check, on_driver: bool | None = None
+) -> dict[str, tuple[str, str | None, str | None]]:
     """path -> ``check(bytes)`` of every one of ``files`` that could be opened: local files on the
     driver (``on_driver`` None: when no path is a URI), else in a Spark job."""
     if not files:
@@ -133,35 +139,47 @@ def file_verdicts(spark: SparkSession, files: list[ListedFile], check, on_driver
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             return {path: v for path, v in pool.map(judge, files) if v[0] != "missing"}
-    checked = (spark.read.format("binaryFile").option("ignoreMissingFiles", "true")
-               .load([_spark_path(f.path) for f in files])
-               .mapInArrow(lambda batches: check_batches(batches, check), CHECK_SCHEMA)
-               # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
-               .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason",
-                       "file_detail"))
+    checked = (
+        spark.read.format("binaryFile")
+        .option("ignoreMissingFiles", "true")
+        .load([_spark_path(f.path) for f in files])
+        .mapInArrow(lambda batches: check_batches(batches, check), CHECK_SCHEMA)
+        # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
+        .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason", "file_detail")
+    )
     return {r["path"]: (r["file_status"], r["file_reason"], r["file_detail"]) for r in checked.collect()}
 
 
 def _write(frame: DataFrame, table: str, run_id: str) -> None:
-    (frame.select(*BRONZE_COLUMNS).write.format("delta").mode("append")
-     .option("userMetadata", ledger.COMMIT_MARK + run_id).saveAsTable(table))
+    (
+        frame.select(*BRONZE_COLUMNS)
+        .write.format("delta")
+        .mode("append")
+        .option("userMetadata", ledger.COMMIT_MARK + run_id)
+        .saveAsTable(table)
+    )
 
 
-def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_id: str, log) -> tuple[
-        list[ledger.LedgerEntry], dict[str, dict]]:
+def _read_and_land(
+    spark: SparkSession, t: Tables, files: list[ListedFile], run_id: str, log
+) -> tuple[list[ledger.LedgerEntry], dict[str, dict]]:
     """Judge the new .gz files, read the good ones with the rest, append one commit per family;
     -> (ledger entries, figures per family)."""
     describe_jobs(spark, "bronze: .gz files checked")
     verdicts = gzip_verdicts(spark, files)
-    entries = [ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])
-               for f in files if verdicts.get(f.path, (LANDED,))[0] != LANDED]
+    entries = [
+        ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])
+        for f in files
+        if verdicts.get(f.path, (LANDED,))[0] != LANDED
+    ]
     good = [f for f in files if verdicts.get(f.path, (LANDED,))[0] == LANDED]
     # The path tells the family of nearly every file: one read and one commit per family. Files whose
     # path says nothing are read once (kept in memory) and split by their records.
     unsure = [f for f in good if f.info.family is None]
     if unsure:
-        mixed = to_bronze_rows(_read_lines(spark, unsure).withColumn("path_family", F.lit(None).cast("string")),
-                               None, run_id).persist(StorageLevel.MEMORY_AND_DISK)
+        mixed = to_bronze_rows(
+            _read_lines(spark, unsure).withColumn("path_family", F.lit(None).cast("string")), None, run_id
+        ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         for family in FAMILIES:
             mine = [f for f in good if f.info.family == family]
@@ -180,9 +198,13 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
     describe_jobs(spark, "bronze: rows per file read back")
     landed = None
     for family in FAMILIES:
-        part = (spark.table(t.bronze_raw(family)).where(F.col("run_id") == run_id).groupBy("source_file")
-                .agg(F.count(F.lit(1)).alias("rows"), F.count_if(F.col("parse_status") != "ok").alias("malformed"))
-                .withColumn("family", F.lit(family)))
+        part = (
+            spark.table(t.bronze_raw(family))
+            .where(F.col("run_id") == run_id)
+            .groupBy("source_file")
+            .agg(F.count(F.lit(1)).alias("rows"), F.count_if(F.col("parse_status") != "ok").alias("malformed"))
+            .withColumn("family", F.lit(family))
+        )
         landed = part if landed is None else landed.unionByName(part)
     per_file: dict[str, int] = {}
     figures: dict[str, dict] = {}
@@ -197,13 +219,20 @@ def _read_and_land(spark: SparkSession, t: Tables, files: list[ListedFile], run_
         if not rows and not storage.exists(spark, f.path):
             log(f"bronze: {f.path} disappeared between listing and reading; it is looked for again next run")
             continue
-        entries.append(ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, LANDED, None if rows else EMPTY_FILE,
-                                          None, rows))
+        entries.append(
+            ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, LANDED, None if rows else EMPTY_FILE, None, rows)
+        )
     return entries, figures
 
 
-def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path | str | None = None, log=print,
-                full_listing: bool = False) -> list[LandingResult]:
+def land_bronze(
+    spark: SparkSession,
+    cfg: Config,
+    run_id: str,
+    source_dir: Path | str | None = None,
+    log=print,
+    full_listing: bool = False,
+) -> list[LandingResult]:
     """Land every file under the landing root the ledger has not decided; one result per family."""
     t = tables(cfg)
     root = str(source_dir) if source_dir is not None else cfg.landing_dir
@@ -221,8 +250,10 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
     snapshots = [f for f in to_read if f.info.entity_type]
     to_read = [f for f in to_read if not f.info.entity_type]
     walked = "every folder" if cutoff is None else f"date folders from {cutoff} on"
-    log(f"bronze: {len(listed)} files under {root} ({walked}): {len(to_read)} new to read, "
-        f"{len(snapshots)} new entity snapshots, {len(entries)} decided without reading")
+    log(
+        f"bronze: {len(listed)} files under {root} ({walked}): {len(to_read)} new to read, "
+        f"{len(snapshots)} new entity snapshots, {len(entries)} decided without reading"
+    )
     if not listed:
         for r in results.values():
             r.skipped_reason = f"no files under {root}"
@@ -254,8 +285,10 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
         r = results[e.info.family or "site"]
         if e.status == ledger.QUARANTINED:
             r.files_quarantined += 1
-            r.problems.append(f"bronze: file quarantined ({e.reason}): {e.path}: {e.detail}; replace it with a good "
-                              "copy and the next refresh lands it")
+            r.problems.append(
+                f"bronze: file quarantined ({e.reason}): {e.path}: {e.detail}; replace it with a good "
+                "copy and the next refresh lands it"
+            )
         elif e.status == ledger.SKIPPED:
             r.files_skipped += 1
         elif e.status == ledger.CHANGED:
@@ -263,7 +296,9 @@ def land_bronze(spark: SparkSession, cfg: Config, run_id: str, source_dir: Path 
             r.problems.append(f"bronze: file changed after it landed: {e.path}: {e.detail}")
     if listed and not any(f.info.readable for f in listed) and not ledger.has_landed(spark, t):
         kinds = ", ".join(sorted({f.info.skip for f in listed if f.info.skip}))
-        log(f"bronze: none of the {len(listed)} files under {root} is an Activity Log file ({kinds}): looked for "
+        log(
+            f"bronze: none of the {len(listed)} files under {root} is an Activity Log file ({kinds}): looked for "
             f"{'/'.join(RECORD_EXTENSIONS)} files (gzip or not) in the project's site/ and tenant/ folders or in "
-            "Tableau's layouts (siteLuid=…, eventType=…, y=/m=/d=/h= partitions)")
+            "Tableau's layouts (siteLuid=…, eventType=…, y=/m=/d=/h= partitions)"
+        )
     return [results[f] for f in FAMILIES]

@@ -36,7 +36,7 @@ SKIP_HIDDEN = "hidden_file"
 SKIP_NOT_ACTIVITY_LOG = "not_activity_log"
 SKIP_DETAIL = {
     SKIP_ENTITY_SNAPSHOT: "under entityType=…, but not a site's Parquet snapshot (no siteLuid= folder, another "
-                          "extension, or an entity type that is not snake_case)",
+    "extension, or an entity type that is not snake_case)",
     SKIP_HIDDEN: "hidden or marker file (name starts with . or _)",
     SKIP_NOT_ACTIVITY_LOG: f"not an Activity Log file (expected {', '.join(RECORD_EXTENSIONS)}, optionally .gz)",
 }

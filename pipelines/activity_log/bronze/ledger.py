@@ -21,7 +21,8 @@ from datetime import UTC, date, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.activity_log.bronze.layout import FAMILIES, PathInfo, classify
+from pipelines.activity_log.bronze.decode import UNREADABLE
+from pipelines.activity_log.bronze.layout import FAMILIES, SKIP_DETAIL, PathInfo, classify
 from pipelines.activity_log.bronze.listing import ListedFile
 from pipelines.delta_util import create_table_if_missing, latest_commits
 from pipelines.tables import Tables
@@ -51,13 +52,28 @@ class LedgerEntry:
 
     def row(self, run_id: str, now: datetime) -> tuple:
         mtime = datetime.fromtimestamp(self.mtime_ms / 1000, tz=UTC).replace(tzinfo=None)
-        return (self.path, self.info.family, self.info.layout, self.info.event_type, self.info.path_date,
-                self.size, mtime, self.status, self.reason, self.detail, self.rows, run_id, now, self.info.entity_type)
+        return (
+            self.path,
+            self.info.family,
+            self.info.layout,
+            self.info.event_type,
+            self.info.path_date,
+            self.size,
+            mtime,
+            self.status,
+            self.reason,
+            self.detail,
+            self.rows,
+            run_id,
+            now,
+            self.info.entity_type,
+        )
 
 
 def ensure_ledger(spark: SparkSession, t: Tables) -> None:
-    create_table_if_missing(spark, t.file_ledger, LEDGER_SCHEMA,
-                            {"delta.dataSkippingStatsColumns": "path,path_date,status,run_id"})
+    create_table_if_missing(
+        spark, t.file_ledger, LEDGER_SCHEMA, {"delta.dataSkippingStatsColumns": "path,path_date,status,run_id"}
+    )
     if "entity_type" not in spark.table(t.file_ledger).columns:  # a ledger from before entity snapshots
         spark.sql(f"ALTER TABLE {t.file_ledger} ADD COLUMNS (entity_type string)")
 
@@ -84,8 +100,9 @@ def has_landed(spark: SparkSession, t: Tables) -> bool:
     return spark.table(t.file_ledger).where(F.col("status") == LANDED).limit(1).count() > 0
 
 
-def plan_files(listed: list[ListedFile], known: dict[str, dict[tuple[int, int], str]]) -> tuple[
-        list[ListedFile], list[LedgerEntry]]:
+def plan_files(
+    listed: list[ListedFile], known: dict[str, dict[tuple[int, int], str]]
+) -> tuple[list[ListedFile], list[LedgerEntry]]:
     """-> (files to read, entries decided without reading: skipped, unreadable, changed)."""
     to_read, decided = [], []
     for f in listed:
@@ -93,17 +110,39 @@ def plan_files(listed: list[ListedFile], known: dict[str, dict[tuple[int, int], 
         if (f.size, f.mtime_ms) in versions and not (versions[(f.size, f.mtime_ms)] == SKIPPED and not f.info.skip):
             continue  # this very version was decided by an earlier run (a skip this release reads is read)
         if LANDED in versions.values():
-            before = ", ".join(f"{s} bytes at {datetime.fromtimestamp(m / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}"
-                               for (s, m), st in versions.items() if st == LANDED)
-            decided.append(LedgerEntry(
-                f.path, f.info, f.size, f.mtime_ms, CHANGED, CHANGED_AFTER_LANDING,
-                f"landed before as {before}; now {f.size} bytes: not landed again (a corrected copy under a "
-                "new name lands)"))
+            before = ", ".join(
+                f"{s} bytes at {datetime.fromtimestamp(m / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}"
+                for (s, m), st in versions.items()
+                if st == LANDED
+            )
+            decided.append(
+                LedgerEntry(
+                    f.path,
+                    f.info,
+                    f.size,
+                    f.mtime_ms,
+                    CHANGED,
+                    CHANGED_AFTER_LANDING,
+                    f"landed before as {before}; now {f.size} bytes: not landed again (a corrected copy under a "
+                    "new name lands)",
+                )
+            )
         elif f.info.skip:
-            decided.append(LedgerEntry(f.path, f.info, f.size, f.mtime_ms, SKIPPED, f.info.skip))
+            decided.append(
+                LedgerEntry(f.path, f.info, f.size, f.mtime_ms, SKIPPED, f.info.skip, SKIP_DETAIL[f.info.skip])
+            )
         elif not f.readable:
-            decided.append(LedgerEntry(f.path, f.info, f.size, f.mtime_ms, QUARANTINED, "unreadable",
-                                       "the file system refuses to open it (permissions)"))
+            decided.append(
+                LedgerEntry(
+                    f.path,
+                    f.info,
+                    f.size,
+                    f.mtime_ms,
+                    QUARANTINED,
+                    UNREADABLE,
+                    "the file system refuses to open it (permissions)",
+                )
+            )
         else:
             to_read.append(f)
     return to_read, decided
@@ -124,24 +163,43 @@ def recover_unledgered(spark: SparkSession, t: Tables, root: str, log=print) -> 
     prefix = root.rstrip("/") + "/"
     # every bronze table a run writes names each row's file, size, time and run in the same columns
     for family, table in [(f, t.bronze_raw(f)) for f in FAMILIES] + [
-            (f"entity {e}", t.bronze_entity(e)) for e in t.entity_types(spark)]:
+        (f"entity {e}", t.bronze_entity(e)) for e in t.entity_types(spark)
+    ]:
         if not spark.catalog.tableExists(table):
             continue
-        runs = [m[len(COMMIT_MARK):] for m in latest_commits(spark, table, 3) if m and m.startswith(COMMIT_MARK)]
+        runs = [m[len(COMMIT_MARK) :] for m in latest_commits(spark, table, 3) if m and m.startswith(COMMIT_MARK)]
         if not runs:
             continue
-        known = spark.table(t.file_ledger).select(F.col("path").alias("source_file"), F.col("size").alias("bytes"),
-                                                  F.expr("unix_millis(mtime)").alias("ms"))
-        files = (spark.table(table).where(F.col("run_id").isin(runs))
-                 .groupBy("run_id", "source_file")
-                 .agg(F.first("source_file_size").alias("bytes"),
-                      F.expr("unix_millis(first(source_file_mtime))").alias("ms"), F.count(F.lit(1)).alias("rows"))
-                 .join(known, ["source_file", "bytes", "ms"], "left_anti").collect())
+        known = spark.table(t.file_ledger).select(
+            F.col("path").alias("source_file"), F.col("size").alias("bytes"), F.expr("unix_millis(mtime)").alias("ms")
+        )
+        files = (
+            spark.table(table)
+            .where(F.col("run_id").isin(runs))
+            .groupBy("run_id", "source_file")
+            .agg(
+                F.first("source_file_size").alias("bytes"),
+                F.expr("unix_millis(first(source_file_mtime))").alias("ms"),
+                F.count(F.lit(1)).alias("rows"),
+            )
+            .join(known, ["source_file", "bytes", "ms"], "left_anti")
+            .collect()
+        )
         for run_id in sorted({r["run_id"] for r in files}):
-            entries = [LedgerEntry(r["source_file"],
-                                   classify(r["source_file"][len(prefix):] if r["source_file"].startswith(prefix)
-                                            else r["source_file"]),
-                                   r["bytes"], r["ms"], LANDED, rows=r["rows"]) for r in files if r["run_id"] == run_id]
+            entries = [
+                LedgerEntry(
+                    r["source_file"],
+                    classify(
+                        r["source_file"][len(prefix) :] if r["source_file"].startswith(prefix) else r["source_file"]
+                    ),
+                    r["bytes"],
+                    r["ms"],
+                    LANDED,
+                    rows=r["rows"],
+                )
+                for r in files
+                if r["run_id"] == run_id
+            ]
             record(spark, t, entries, run_id)
             recovered += len(entries)
             log(f"bronze: ledgered {len(entries)} {family} files landed by interrupted run {run_id}")
@@ -158,5 +216,6 @@ def file_counts(spark: SparkSession, t: Tables) -> list[tuple[str, str, int, int
         return []
     rows = spark.sql(
         f"SELECT status, coalesce(reason, '') AS reason, count(*) AS files, sum(rows) AS rows "
-        f"FROM {t.file_ledger} GROUP BY 1, 2 ORDER BY 1, 2").collect()
+        f"FROM {t.file_ledger} GROUP BY 1, 2 ORDER BY 1, 2"
+    ).collect()
     return [(r["status"], r["reason"], r["files"], r["rows"] or 0) for r in rows]

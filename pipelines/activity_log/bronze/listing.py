@@ -55,8 +55,14 @@ def _walk_local(root: str, cutoff: date | None) -> Iterator[ListedFile]:
                     stack.append((entry.path, child_rel, child_keys))
                 continue
             st = entry.stat(follow_symlinks=True)
-            yield ListedFile(entry.path, child_rel, st.st_size, st.st_mtime_ns // 1_000_000, classify(child_rel),
-                             os.access(entry.path, os.R_OK))
+            yield ListedFile(
+                entry.path,
+                child_rel,
+                st.st_size,
+                st.st_mtime_ns // 1_000_000,
+                classify(child_rel),
+                os.access(entry.path, os.R_OK),
+            )
 
 
 def _walk_hadoop(spark: SparkSession, root: str, cutoff: date | None) -> Iterator[ListedFile]:
@@ -74,14 +80,19 @@ def _walk_hadoop(spark: SparkSession, root: str, cutoff: date | None) -> Iterato
                 if keep:
                     stack.append((status.getPath(), child_rel, child_keys))
                 continue
-            yield ListedFile(str(status.getPath().toString()), child_rel, int(status.getLen()),
-                             int(status.getModificationTime()), classify(child_rel))
+            yield ListedFile(
+                str(status.getPath().toString()),
+                child_rel,
+                int(status.getLen()),
+                int(status.getModificationTime()),
+                classify(child_rel),
+            )
 
 
 def list_landing(spark: SparkSession, root: str, cutoff: date | None = None) -> list[ListedFile]:
     """Every file under ``root`` (``cutoff``: skip date folders wholly older than that day)."""
     if storage.is_uri(root) and not root.startswith("file:"):
         return sorted(_walk_hadoop(spark, root, cutoff), key=lambda f: f.relative)
-    local = root[len("file:"):].lstrip("/") if root.startswith("file:") else root
+    local = root[len("file:") :].lstrip("/") if root.startswith("file:") else root
     local = "/" + local if root.startswith("file:") else local
     return sorted(_walk_local(os.path.abspath(local), cutoff), key=lambda f: f.relative)

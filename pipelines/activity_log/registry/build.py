@@ -175,11 +175,10 @@ def parse_legacy(text: str) -> list[EventTable]:
     events: list[EventTable] = []
     current: EventTable | None = None
     in_table = False
-    nonblank = [ln for ln in lines]
-    for idx, line in enumerate(nonblank):
+    for idx, line in enumerate(lines):
         if not line:
             continue
-        following = next((ln for ln in nonblank[idx + 1 :] if ln), "")
+        following = next((ln for ln in lines[idx + 1 :] if ln), "")
         if _EVENT_NAME_RE.match(line) and following.startswith("The "):
             current = EventTable(line)
             events.append(current)
@@ -342,19 +341,29 @@ def merge_additions(families: dict, additions: dict) -> None:
 
         common_names = {a["name"] for a in fam["common_attributes"]}
         for raw in added.get("common_attributes", []):
-            owners = sorted(e for e, ev in fam["events"].items()
-                            if any(a["name"] == raw["name"] for a in ev["attributes"]))
+            owners = sorted(
+                e for e, ev in fam["events"].items() if any(a["name"] == raw["name"] for a in ev["attributes"])
+            )
             if raw["name"] in common_names or owners:
-                raise ValueError(f"{family} common attribute {raw['name']} is already documented "
-                                 f"({owners or 'common'})")
+                raise ValueError(
+                    f"{family} common attribute {raw['name']} is already documented ({owners or 'common'})"
+                )
             fam["common_attributes"].append(attr(raw))
         fam["common_attributes"].sort(key=lambda a: a["name"])
         common_names = {a["name"] for a in fam["common_attributes"]}
         for name, raw in added.get("events", {}).items():
-            entry = fam["events"].setdefault(name, {
-                "event_type": name, "description": " ".join(raw["description"].split()), "editions": [],
-                "attributes": [], "aliases": [], "deprecated": False, "replaced_by": None,
-            })
+            entry = fam["events"].setdefault(
+                name,
+                {
+                    "event_type": name,
+                    "description": " ".join(raw["description"].split()),
+                    "editions": [],
+                    "attributes": [],
+                    "aliases": [],
+                    "deprecated": False,
+                    "replaced_by": None,
+                },
+            )
             entry["editions"].append(LIVE_FEED)
             known = {a["name"]: a for a in entry["attributes"]}
             for raw_attr in raw.get("attributes", []):

@@ -155,8 +155,13 @@ def family_plan(family: str) -> FamilyPlan:
                 legacy_codes.setdefault(attr.name, attr.legacy_codes)
     attributes = tuple(
         ColumnPlan(
-            name, column, widest_type({t for _, t in pairs}), False, tuple(sorted(pairs)),
-            codes.get(name, ()), legacy_codes.get(name, ()),
+            name,
+            column,
+            widest_type({t for _, t in pairs}),
+            False,
+            tuple(sorted(pairs)),
+            codes.get(name, ()),
+            legacy_codes.get(name, ()),
         )
         for (name, column), pairs in sorted(by_column.items())
     )

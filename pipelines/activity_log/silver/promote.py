@@ -84,8 +84,9 @@ def _create_table_like(spark: SparkSession, name: str, frame: DataFrame, partiti
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({cols})")
     # A lake made when documented integers were 32-bit: widen them in place (Delta's type widening:
     # no file is rewritten, older files are read as the wider type).
-    widened = [f.name for f in frame.schema.fields
-               if existing.get(f.name) == "int" and f.dataType.simpleString() == "bigint"]
+    widened = [
+        f.name for f in frame.schema.fields if existing.get(f.name) == "int" and f.dataType.simpleString() == "bigint"
+    ]
     if widened:
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
         for column in widened:
@@ -233,13 +234,17 @@ def promote_batch(
         gate.record()  # the checks of a batch are in ops.dq_results before any of it is written
         step("gate passed", "writes")
 
-    log(f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
-        f"{result.quarantined} quarantined")
+    log(
+        f"silver: {family}: writing {result.inserted} events, {result.duplicates} duplicates, "
+        f"{result.quarantined} quarantined"
+    )
     # a frame the decisions counted empty is not appended (a Delta commit of nothing costs seconds; a
     # clean delivery has no duplicates and no quarantine)
-    for frame, table, rows in ((new_events, t.silver_events(family), counts.get(NEW, 0)),
-                               (duplicates, t.duplicates, result.duplicates),
-                               (quarantine, t.quarantine, result.quarantined)):
+    for frame, table, rows in (
+        (new_events, t.silver_events(family), counts.get(NEW, 0)),
+        (duplicates, t.duplicates, result.duplicates),
+        (quarantine, t.quarantine, result.quarantined),
+    ):
         if rows:
             _append(frame, table, app_id, batch_id)
     stats = spark.createDataFrame(
@@ -277,10 +282,17 @@ def appended_versions(spark: SparkSession, table: str, after: int, upto: int) ->
     own figures: no file is read)."""
     if upto <= after:
         return {}
-    history = DeltaTable.forName(spark, table).history(table_version(spark, table) - after).select(
-        "version", "operation", "operationMetrics").collect()
-    return {r["version"]: int((r["operationMetrics"] or {}).get("numOutputRows") or 0) for r in history
-            if after < r["version"] <= upto and r["operation"] in APPENDS}
+    history = (
+        DeltaTable.forName(spark, table)
+        .history(table_version(spark, table) - after)
+        .select("version", "operation", "operationMetrics")
+        .collect()
+    )
+    return {
+        r["version"]: int((r["operationMetrics"] or {}).get("numOutputRows") or 0)
+        for r in history
+        if after < r["version"] <= upto and r["operation"] in APPENDS
+    }
 
 
 def appended_ranges(versions: Iterable[int]) -> list[tuple[int, int]]:
@@ -312,8 +324,11 @@ def bronze_rows_between(
     if after < 0:
         return spark.read.format("delta").option("versionAsOf", upto).table(table)
     frames = [
-        spark.read.format("delta").option("readChangeFeed", "true")
-        .option("startingVersion", first).option("endingVersion", last).table(table)
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", first)
+        .option("endingVersion", last)
+        .table(table)
         .where(F.col("_change_type") == "insert")
         .drop("_change_type", "_commit_version", "_commit_timestamp")
         for first, last in appended_ranges(appends)
@@ -325,9 +340,11 @@ def bronze_rows_between(
 
 def _record_no_rows(spark: SparkSession, t: Tables, family: str, run_id: str, app_id: str, upto: int) -> None:
     """A promotion of no rows up to ``upto`` (a range of commits that appended nothing)."""
-    stats = spark.createDataFrame([(run_id, family, upto, 0, 0, 0, 0)],
-                                  "silver_run_id string, family string, batch_id long, bronze_rows long, "
-                                  "inserted long, duplicates long, quarantined long")
+    stats = spark.createDataFrame(
+        [(run_id, family, upto, 0, 0, 0, 0)],
+        "silver_run_id string, family string, batch_id long, bronze_rows long, "
+        "inserted long, duplicates long, quarantined long",
+    )
     _append(stats.withColumn("processed_at", F.current_timestamp()), t.silver_batches, app_id, upto)
 
 

@@ -147,16 +147,27 @@ def replay_family(
     if gate is not None:  # the rows silver gains pass the same gate as a promoted batch's
         from pipelines.quality.suites import silver_events_suite  # loads GX
 
-        gate.validate("bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events),
-                      run_id)
+        gate.validate(
+            "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id
+        )
         gate.record()
 
     _append(new_events, t.silver_events(family), app_id, batch_id)
     _append(duplicates, t.duplicates, app_id, batch_id)
     _append(requarantine, t.quarantine, app_id, batch_id)
     record = spark.createDataFrame(
-        [(run_id, family, batch_id, result.replayed, result.inserted, result.duplicates, result.requarantined,
-          json.dumps(dict(sorted(result.event_types.items()))))],
+        [
+            (
+                run_id,
+                family,
+                batch_id,
+                result.replayed,
+                result.inserted,
+                result.duplicates,
+                result.requarantined,
+                json.dumps(dict(sorted(result.event_types.items()))),
+            )
+        ],
         "silver_run_id string, family string, batch_id long, replayed long, inserted long, duplicates long, "
         "requarantined long, event_types string",
     ).withColumn("processed_at", F.current_timestamp())
@@ -164,17 +175,22 @@ def replay_family(
     # Last: out of quarantine (only the unknown_event_type rows: a row quarantined again for another
     # reason was appended just above under the same bronze_id).
     (
-        DeltaTable.forName(spark, t.quarantine).alias("q")
-        .merge(candidates.alias("c"), f"q.bronze_id = c.bronze_id AND q.reason = '{UNKNOWN_EVENT_TYPE}' "
-               f"AND q.family = '{family}'")
+        DeltaTable.forName(spark, t.quarantine)
+        .alias("q")
+        .merge(
+            candidates.alias("c"),
+            f"q.bronze_id = c.bronze_id AND q.reason = '{UNKNOWN_EVENT_TYPE}' AND q.family = '{family}'",
+        )
         .whenMatchedDelete()
         .execute()
     )
     staged.unpersist()
     storage.write_text(spark, _pending_path(cfg, family), "null")
-    log(f"silver: {family}: replayed {result.replayed} quarantined rows -> {result.inserted} events, "
+    log(
+        f"silver: {family}: replayed {result.replayed} quarantined rows -> {result.inserted} events, "
         f"{result.duplicates} duplicates, {result.requarantined} quarantined again "
-        f"{dict(sorted(result.event_types.items()))}")
+        f"{dict(sorted(result.event_types.items()))}"
+    )
     return result
 
 

@@ -152,8 +152,12 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
         .when(reason == MISSING_EVENT_TYPE, F.lit("no eventType in the record, its metadata or its folder"))
         .when(
             reason == EVENT_TYPE_MISMATCH,
-            F.concat(F.lit("the record says "), F.col("event_type"), F.lit(", its eventType= folder says "),
-                     F.col("_folder_type")),
+            F.concat(
+                F.lit("the record says "),
+                F.col("event_type"),
+                F.lit(", its eventType= folder says "),
+                F.col("_folder_type"),
+            ),
         )
         .when(reason == MALFORMED_JSON, F.lit("line is not a JSON object"))
         .when(reason == BLANK_LINE, F.lit("empty line"))
@@ -196,11 +200,15 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         if col.common:
             typed.append(f"try_cast({raw} AS {col.physical_type}) AS `{col.column}`")
         elif col.uniform:
-            typed.append(f"CASE WHEN {raw} IS NOT NULL AND {applies} THEN try_cast({raw} AS {col.physical_type}) END"
-                         f" AS `{col.column}`")
+            typed.append(
+                f"CASE WHEN {raw} IS NOT NULL AND {applies} THEN try_cast({raw} AS {col.physical_type}) END"
+                f" AS `{col.column}`"
+            )
         else:
-            typed.append(f"CASE WHEN {raw} IS NOT NULL AND {fits} THEN try_cast({raw} AS {col.physical_type}) END"
-                         f" AS `{col.column}`")
+            typed.append(
+                f"CASE WHEN {raw} IS NOT NULL AND {fits} THEN try_cast({raw} AS {col.physical_type}) END"
+                f" AS `{col.column}`"
+            )
         if can_fail:  # a string always casts to string: nothing to rescue
             bad = f"{raw} IS NOT NULL AND {applies} AND NOT ({fits})"
             bad_conditions.append(bad)
@@ -223,8 +231,7 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
     # map_filter and array_compact are higher-order functions, which Spark evaluates without code
     # generation (with everything below them): run them only for the rare row with something to rescue.
     anything_bad = " OR ".join(f"({b})" for b in bad_conditions) or "FALSE"
-    rescued = (f"CASE WHEN size({unknown_keys}) > 0 OR {anything_bad} "
-               f"THEN nullif(to_json({rescued_map}), '{{}}') END")
+    rescued = f"CASE WHEN size({unknown_keys}) > 0 OR {anything_bad} THEN nullif(to_json({rescued_map}), '{{}}') END"
     typed_frame = rows.selectExpr(
         f"{etype} AS event_type",
         "event_time",
@@ -252,8 +259,10 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
 def _lower_uuid(raw: str) -> str:
     """``raw`` in lower case when it is a UUID (or a list of them), as it came otherwise. A value
     already in lower case skips the regular expression (most do: 10-15% of a large batch's typing)."""
-    return (f"CASE WHEN {raw} = lower({raw}) THEN {raw} "
-            f"WHEN {raw} RLIKE {sql_string(UUID_VALUE_REGEX)} THEN lower({raw}) ELSE {raw} END")
+    return (
+        f"CASE WHEN {raw} = lower({raw}) THEN {raw} "
+        f"WHEN {raw} RLIKE {sql_string(UUID_VALUE_REGEX)} THEN lower({raw}) ELSE {raw} END"
+    )
 
 
 def _edition_sql(plan: FamilyPlan, etype: str) -> str:
@@ -265,8 +274,7 @@ def _edition_sql(plan: FamilyPlan, etype: str) -> str:
     for event_type in plan.legacy_event_types:
         by_markers.setdefault(plan.legacy_markers(event_type), []).append(event_type)
     arms = " ".join(
-        f"WHEN {_sql_in(etype, types)} THEN "
-        + (" AND ".join(f"`_attrs`.`{n}` IS NULL" for n in markers) or "TRUE")
+        f"WHEN {_sql_in(etype, types)} THEN " + (" AND ".join(f"`_attrs`.`{n}` IS NULL" for n in markers) or "TRUE")
         for markers, types in sorted(by_markers.items())
     )
     return f"CASE WHEN CASE {arms} ELSE FALSE END THEN 'legacy' ELSE 'current' END"

@@ -21,7 +21,6 @@ from pipelines.tables import Tables, tables
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 
 
-
 def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | None:
     """(SQL, name, type) of the decoded meaning of a coded attribute, or None. ``taken``: the view's
     other columns (an event may document its own ``siteRole``; then the decoded one is ``site_role_name``)."""
@@ -37,10 +36,15 @@ def decoded_column(col: ColumnPlan, taken: set[str]) -> tuple[str, str, str] | N
         return f"CASE `{col.column}` {whens} END", name, "string"
     # a record of the legacy edition decodes with that edition's own list (one level: staging's layout)
     whens = " ".join(
-        [f"WHEN `edition` = 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
-         for code, meaning in col.legacy_codes]
-        + [f"WHEN `edition` <> 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
-           for code, meaning in col.codes])
+        [
+            f"WHEN `edition` = 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
+            for code, meaning in col.legacy_codes
+        ]
+        + [
+            f"WHEN `edition` <> 'legacy' AND `{col.column}` = {code} THEN {sql_string(meaning)}"
+            for code, meaning in col.codes
+        ]
+    )
     return f"CASE {whens} END", name, "string"
 
 
