@@ -42,9 +42,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import ALERT_SEVERITIES, WEBHOOK_URL, Config, secret
+from pipelines.config import WEBHOOK_URL, Config, secret
 from pipelines.delta_util import create_table_if_missing
 from pipelines.errors import ConfigError, InputError, one_line
+from pipelines.settings import ALERT_SEVERITIES
 from pipelines.tables import tables
 
 PENDING, SENT, SKIPPED = "pending", "sent", "skipped"  # skipped: recorded by --skip-backlog, never posted

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from pipelines.config import SERVE_ROLES, Config, load_config
+from pipelines.config import NO_S3_CLIENT, SERVE_ROLES, Config, has_no_s3_client, load_config
 from pipelines.errors import EXIT_INTERRUPTED, BusyError, ConfigError, UsageError, kind_of, one_line
 from pipelines.ops import RefreshBusyError, refresh_lock
 
@@ -370,8 +370,8 @@ def cmd_export_ocsf(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.spark_session import build_spark
 
     out = args.out.strip() if args.out else None
-    if out and re.match(r"(?i)s3n?://", out):
-        raise UsageError(f"--out {out}: Hadoop writes S3 as s3a:// (s3:// and s3n:// have no client here)")
+    if out and has_no_s3_client(out):
+        raise UsageError(f"--out {out}: {NO_S3_CLIENT}")
     if out and out.startswith("s3a://") and not cfg.uses_s3:
         raise UsageError(
             f"--out {out}: the S3A client is loaded only when a configured location is s3a://; "

@@ -15,7 +15,7 @@ import pytest
 
 from devtools.pg_server import free_port
 from pipelines.config import load_config, variant_environ
-from pipelines.standalone import Standalone
+from pipelines.standalone import ClusterError, Standalone
 from tests.lake import WRITE_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.slow(minutes=5), pytest.mark.subprocess]
@@ -99,7 +99,7 @@ def test_cluster_start_refuses_a_second_start_and_stop_ends_every_daemon(tmp_pat
     cluster.start(log=lambda _m: None)
     try:
         assert cluster.running() == ["master", "worker-1"]
-        with pytest.raises(RuntimeError, match="already running"):
+        with pytest.raises(ClusterError, match="already running"):
             cluster.start(log=lambda _m: None)
     finally:
         cluster.stop(log=lambda _m: None)

@@ -19,7 +19,6 @@ from pipelines.delta_util import table_names, table_version
 from pipelines.erase import (
     PENDING_DIR,
     TOKEN_PREFIX,
-    EraseError,
     PendingErasure,
     PersonNotFound,
     _clear_pending,
@@ -27,6 +26,7 @@ from pipelines.erase import (
     erase_person,
     load_pending,
 )
+from pipelines.errors import UsageError
 from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
@@ -93,7 +93,7 @@ def erased(spark, gold_lake):
 
 
 def test_erase_rejects_what_is_not_an_identifier(spark, cfg):
-    with pytest.raises(EraseError, match="give a user LUID"):
+    with pytest.raises(UsageError, match="give a user LUID"):
         erase_person(spark, cfg, "just-a-name", SALT, log=_quiet)
 
 

@@ -42,6 +42,41 @@ def test_gold_build_runs_every_model_and_test(gold_lake):
     assert "pass" not in second.gold.statuses  # gold.data_tests false: the marts only
 
 
+# dbt-project-evaluator's rules that apply here, checked on the manifest of the lake's build (the
+# package cannot be installed: dbt's package hub is not reachable from these machines); its rule of
+# a primary-key test on every model is test_every_model_has_a_primary_key_test's. Each exception
+# says why; a new breach fails, and so does an exception that no longer applies.
+SOURCES_READ_OUTSIDE_STAGING = {
+    # silver typed the entity snapshots already; one macro (snapshot_history) reads them for all
+    "int_snapshot_site_roles": "entity_snapshots",
+    "int_snapshot_group_members": "entity_snapshots",
+    "int_snapshot_content_owners": "entity_snapshots",
+    "rpt_access_review": "entity_snapshots, snapshot_ops: the hours applied, through snapshot_history",
+    "rpt_access_log_discrepancies": "snapshot_ops: the hours applied, through snapshot_history",
+}
+DIMENSIONS_FROM_FACTS = {
+    # the user events' incremental store: from staging, every build would read all of history again
+    "dim_users": "fct_user_lifecycle",
+}
+
+
+def test_the_project_keeps_the_evaluator_rules_that_apply(gold_lake):
+    manifest = json.loads((dbt_target_dir() / "manifest.json").read_text(encoding="utf-8"))
+    models = {uid: n for uid, n in manifest["nodes"].items() if n["resource_type"] == "model"}
+
+    def parents(node, prefix):
+        return [d for d in node["depends_on"]["nodes"] if d.split(".")[-1].startswith(prefix) or d.startswith(prefix)]
+
+    reads_sources = {
+        n["name"]
+        for n in models.values()
+        if parents(n, "source.") and not n["original_file_path"].startswith("models/staging/")
+    }
+    assert reads_sources == set(SOURCES_READ_OUTSIDE_STAGING)
+    from_facts = {n["name"] for n in models.values() if n["name"].startswith("dim_") and parents(n, "fct_")}
+    assert from_facts == set(DIMENSIONS_FROM_FACTS)
+
+
 def test_every_unit_test_of_the_models_passes(spark, gold_lake):
     """A refresh runs the data tests only; the models' unit tests (fixed inputs, expected rows) run here."""
     cfg, _, _ = gold_lake
@@ -382,6 +417,12 @@ def test_every_model_has_a_primary_key_test():
         for name, m in models.items()
         for c in m.get("columns", [])
         if "primary_key" in (c.get("data_tests") or [])
+    }
+    # a key of several columns: a model-level primary_key test on an expression of them
+    tested |= {
+        f"{name}.*"
+        for name, m in models.items()
+        if any(isinstance(t, dict) and "primary_key" in t for t in m.get("data_tests") or [])
     }
     untested = []
     for name, model in models.items():

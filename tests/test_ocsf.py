@@ -207,7 +207,7 @@ def test_the_command_refuses_an_s3_uri_hadoop_cannot_write(monkeypatch, capsys, 
 
     monkeypatch.setenv("AUDITLAKE__PATHS__DATA_DIR", str(tmp_path / "lake"))
     assert cli.main(["--env", "test", "export", "ocsf", "--out", "s3://bucket"]) == 2
-    assert "Hadoop writes S3 as s3a://" in capsys.readouterr().err
+    assert "Hadoop reaches S3 as s3a://" in capsys.readouterr().err
     assert cli.main(["--env", "test", "export", "ocsf", "--out", "s3a://bucket"]) == 2
     assert "set ocsf.out_dir" in capsys.readouterr().err
     assert not (tmp_path / "lake").exists()  # refused before the lock and Spark

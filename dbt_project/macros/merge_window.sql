@@ -7,8 +7,8 @@
   replaces: a job's first_event_at or a session's signed_in_at, recomputed from a window that holds
   all of the job's or session's events, is never later than what the mart held. A source row with
   no value turns the condition off. The source (the model's temporary view) is cached first, so
-  that the lookup and the merge compute it once; the model's post-hook `uncache_merge_source()`
-  drops that cache (left behind, it holds a plan over silver's tables: a later write to them in the
+  that the lookup and the merge compute it once; the marts' post-hook `uncache_merge_source()`
+  (dbt_project.yml) drops that cache (left behind, it holds a plan over silver's tables: a later write to them in the
   same process re-analyses it, and fails once a table was made again).
 #}
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
@@ -28,7 +28,10 @@
     {{ return(dbt.spark__get_merge_sql(target, source, unique_key, dest_columns, predicates)) }}
 {% endmacro %}
 
-{# The post-hook of a model with merge_window: the cached source of its merge, uncached. #}
+{# Every mart's post-hook: for a model with merge_window, the cached source of its merge uncached
+   (nothing for the others: dbt skips an empty hook). #}
 {% macro uncache_merge_source() -%}
-    uncache table if exists {{ this.identifier }}__dbt_tmp
+    {%- if config.get('merge_window') -%}
+        uncache table if exists {{ this.identifier }}__dbt_tmp
+    {%- endif -%}
 {%- endmacro %}

@@ -113,41 +113,20 @@ merged as (
             n.content_luid,
             n.is_mentioned or coalesce(o.is_mentioned, false) as is_mentioned,
             greatest(n.site_luid, o.site_luid) as site_luid,
-            greatest(n.type_pick, case
-                when o.content_type is not null
-                    then named_struct(
-                        'event_time', o.content_type_at,
-                        'event_id', o.content_type_event_id,
-                        'content_type', o.content_type
-                    )
-            end) as type_pick,
-            greatest(n.name_pick, case
-                when o.content_name is not null
-                    then named_struct(
-                        'event_time', o.content_name_at,
-                        'event_id', o.content_name_event_id,
-                        'content_name', o.content_name
-                    )
-            end) as name_pick,
-            greatest(n.owner_pick, case
-                when o.current_owner_luid is not null
-                    then named_struct(
-                        'event_time', o.current_owner_at,
-                        'event_id', o.current_owner_event_id,
-                        'owner_luid', o.current_owner_luid
-                    )
-            end) as owner_pick,
+            {{ newer_pick(
+                'n.type_pick', 'o.content_type_at', 'o.content_type_event_id', 'content_type', 'o.content_type'
+            ) }} as type_pick,
+            {{ newer_pick(
+                'n.name_pick', 'o.content_name_at', 'o.content_name_event_id', 'content_name', 'o.content_name'
+            ) }} as name_pick,
+            {{ newer_pick(
+                'n.owner_pick', 'o.current_owner_at', 'o.current_owner_event_id', 'owner_luid', 'o.current_owner_luid'
+            ) }} as owner_pick,
             least(n.first_seen_at, o.first_seen_at) as first_seen_at,
             greatest(n.last_seen_at, o.last_seen_at) as last_seen_at,
             greatest(n.last_published_at, o.last_published_at) as last_published_at,
             greatest(n.deleted_at, o.deleted_at) as deleted_at,
-            greatest(n.access_pick, case
-                when o.last_access_event_id is not null
-                    then named_struct(
-                        'event_time', o.last_accessed_at,
-                        'event_id', o.last_access_event_id
-                    )
-            end) as access_pick,
+            {{ newer_pick('n.access_pick', 'o.last_accessed_at', 'o.last_access_event_id') }} as access_pick,
             greatest(n.silver_ingest_ts, o.silver_ingest_ts) as silver_ingest_ts
         from new_rows as n
         left join {{ this }} as o on n.content_luid = o.content_luid

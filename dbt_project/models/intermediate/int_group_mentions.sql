@@ -34,11 +34,10 @@ seen as (
         event_type in ('hist_delete_group')
         or (event_type = 'create_delete_group' and lower(group_operation) = 'delete') as is_delete
     from (
-        select * from group_events
-        {{ newer_than_mart() }}
-        union all
-        select * from membership
-        {{ newer_than_mart() }}
+        {{ union_by_name(['group_events', 'membership'], [
+            'event_type', 'event_time', 'event_id', 'site_luid', 'group_luid', 'group_name', 'name',
+            'group_domain', 'group_operation', 'silver_ingest_ts'
+        ], each=newer_than_mart()) }}
     ) as unioned
     where group_luid is not null
 ),
@@ -62,14 +61,9 @@ merged as (
         select
             n.group_luid,
             greatest(n.site_luid, o.site_luid) as site_luid,
-            greatest(n.name_pick, case
-                when o.group_name is not null
-                    then named_struct(
-                        'event_time', o.group_name_at,
-                        'event_id', o.group_name_event_id,
-                        'known_name', o.group_name
-                    )
-            end) as name_pick,
+            {{ newer_pick(
+                'n.name_pick', 'o.group_name_at', 'o.group_name_event_id', 'known_name', 'o.group_name'
+            ) }} as name_pick,
             greatest(n.group_domain, o.group_domain) as group_domain,
             least(n.first_seen_at, o.first_seen_at) as first_seen_at,
             greatest(n.last_seen_at, o.last_seen_at) as last_seen_at,

@@ -54,9 +54,9 @@ numbered as (
 )
 
 select
-    sha2(
-        concat_ws('|', 'content_ownership', site_luid, content_type, content_luid, cast(min(valid_from) as string)), 256
-    ) as ownership_interval_id,
+    {{ hash_key([
+        "'content_ownership'", 'site_luid', 'content_type', 'content_luid', 'cast(min(valid_from) as string)'
+    ]) }} as ownership_interval_id,
     site_luid,
     content_type,
     content_luid,

@@ -32,7 +32,7 @@ numbered as (
 )
 
 select
-    sha2(concat_ws('|', 'group_membership', site_luid, group_luid, user_luid, cast(min(valid_from) as string)), 256)
+    {{ hash_key(["'group_membership'", 'site_luid', 'group_luid', 'user_luid', 'cast(min(valid_from) as string)']) }}
         as membership_interval_id,
     site_luid,
     group_luid,

@@ -43,7 +43,7 @@ numbered as (
 )
 
 select
-    sha2(concat_ws('|', 'site_role', site_luid, user_luid, cast(min(valid_from) as string)), 256)
+    {{ hash_key(["'site_role'", 'site_luid', 'user_luid', 'cast(min(valid_from) as string)']) }}
         as role_interval_id,
     site_luid,
     user_luid,

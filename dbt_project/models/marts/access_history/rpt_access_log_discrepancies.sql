@@ -198,11 +198,10 @@ log_user_deletions as (
 ),
 
 log_events as (
-    select * from log_roles
-    union all
-    select * from log_memberships
-    union all
-    select * from log_owners
+    {{ union_by_name(['log_roles', 'log_memberships', 'log_owners'], [
+        'subject', 'entity_type', 'site_luid', 'user_luid', 'group_luid', 'content_type', 'content_luid',
+        'match_key', 'detail', 'event_time', 'event_id', 'event_type'
+    ]) }}
 ),
 
 -- each event's first applied hour at or after it, with that hour's neighbours: events and hours
@@ -312,15 +311,16 @@ activity_log_only as (
 ),
 
 found as (
-    select * from snapshots_only
-    union all
-    select * from activity_log_only
+    {{ union_by_name(['snapshots_only', 'activity_log_only'], [
+        'subject', 'site_luid', 'user_luid', 'group_luid', 'content_type', 'content_luid', 'match_key', 'detail',
+        'changed_after', 'changed_by', 'seen_in', 'event_id', 'event_type'
+    ]) }}
 )
 
 select
-    sha2(
-        concat_ws('|', subject, seen_in, site_luid, match_key, cast(changed_by as string), coalesce(event_id, '')), 256
-    ) as discrepancy_id,
+    {{ hash_key([
+        'subject', 'seen_in', 'site_luid', 'match_key', 'cast(changed_by as string)', "coalesce(event_id, '')"
+    ]) }} as discrepancy_id,
     subject,
     seen_in,
     site_luid,

@@ -98,7 +98,7 @@ basis as (
 )
 
 select
-    sha2(concat_ws('|', u.site_luid, u.user_luid, cast(u.as_of as string)), 256) as access_review_id,
+    {{ hash_key(['u.site_luid', 'u.user_luid', 'cast(u.as_of as string)']) }} as access_review_id,
     u.site_luid,
     u.user_luid,
     u.user_name,

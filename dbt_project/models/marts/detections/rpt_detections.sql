@@ -1,5 +1,6 @@
--- Every detection of every report in one shape, newest first: what `auditlake alerts` sends and
--- what a SIEM would ingest. detection_id is stable across rebuilds (the same finding keeps its id).
+-- Every detection of every report in one shape: what `auditlake alerts` sends and what a SIEM
+-- would ingest (a table keeps no order: sort by detected_at). detection_id is stable across
+-- rebuilds (the same finding keeps its id).
 with found as (
     select
         burst_id as detection_id,
@@ -17,7 +18,7 @@ with found as (
     from {{ ref('rpt_failed_login_bursts') }}
     union all
     select
-        sha2(concat_ws('|', 'privilege_escalation', escalation_id), 256) as detection_id,
+        {{ detection_id('privilege_escalation', ['escalation_id']) }} as detection_id,
         escalation as detection,
         'rpt_privilege_escalations' as report,
         severity,
@@ -29,7 +30,7 @@ with found as (
     from {{ ref('rpt_privilege_escalations') }}
     union all
     select
-        sha2(concat_ws('|', 'impersonation', event_id), 256) as detection_id,
+        {{ detection_id('impersonation', ['event_id']) }} as detection_id,
         'impersonation' as detection,
         'rpt_impersonation' as report,
         severity,

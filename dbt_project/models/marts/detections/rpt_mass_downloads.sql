@@ -51,7 +51,7 @@ baselines as (
 )
 
 select
-    sha2(concat_ws('|', 'mass_download', w.site_luid, w.user_luid, cast(w.window_number as string)), 256)
+    {{ detection_id('mass_download', ['w.site_luid', 'w.user_luid', 'cast(w.window_number as string)']) }}
         as detection_id,
     case when b.baseline_events is null then 'high' else 'medium' end as severity,
     w.site_luid,

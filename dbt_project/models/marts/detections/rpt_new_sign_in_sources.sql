@@ -52,7 +52,7 @@ flagged as (
 )
 
 select
-    sha2(concat_ws('|', 'new_sign_in_source', event_id), 256) as detection_id,
+    {{ detection_id('new_sign_in_source', ['event_id']) }} as detection_id,
     case
         when is_new_address and is_new_browser then 'high'
         when is_new_address then 'medium'

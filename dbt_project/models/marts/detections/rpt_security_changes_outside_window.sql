@@ -7,7 +7,7 @@
     if weekdays else "false" %}
 
 select
-    sha2(concat_ws('|', 'security_change_outside_window', event_id), 256) as detection_id,
+    {{ detection_id('security_change_outside_window', ['event_id']) }} as detection_id,
     case
         when event_type like '%saml%' or event_type like '%oidc%' or event_type like '%rate_limiting%' then 'high'
         when event_type in ('update_user_tenant_role', 'delete_site', 'suspend_site', 'update_tenant') then 'medium'

@@ -131,7 +131,7 @@ found as (
 )
 
 select
-    sha2(concat_ws('|', detection, event_id), 256) as detection_id,
+    {{ hash_key(['detection', 'event_id']) }} as detection_id,
     detection,
     case
         when detection = 'pat_used_after_owner_deleted' then 'critical'

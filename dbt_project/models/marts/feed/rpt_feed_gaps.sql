@@ -7,7 +7,7 @@ with deliveries as (
         family,
         site_luid,
         delivery_hour
-    from {{ source('ops', 'feed_completeness') }}
+    from {{ ref('stg_ops__feed_completeness') }}
 ),
 
 sources_per_hour as (

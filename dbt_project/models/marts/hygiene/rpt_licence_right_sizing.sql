@@ -75,13 +75,16 @@ removals as (
 ),
 
 candidates as (
-    select * from downgrades
-    union all
-    select * from removals
+    {{ union_by_name(['downgrades', 'removals'], [
+        'site_luid', 'user_luid', 'user_name', 'user_email', 'site_role', 'suggested_role', 'reason',
+        'last_activity_at', 'last_activity_event_id', 'idle_since'
+    ]) }}
 )
 
 select
-    sha2(concat_ws('|', 'licence', site_luid, user_luid, reason, site_role, cast(last_activity_at as string)), 256)
+    {{ detection_id('licence', [
+        'site_luid', 'user_luid', 'reason', 'site_role', 'cast(last_activity_at as string)'
+    ]) }}
         as detection_id,
     'low' as severity,
     site_luid,

@@ -6,7 +6,7 @@ with as_of as (
 )
 
 select
-    sha2(concat_ws('|', 'stale_content', c.content_luid, cast(c.last_accessed_at as string)), 256) as detection_id,
+    {{ detection_id('stale_content', ['c.content_luid', 'cast(c.last_accessed_at as string)']) }} as detection_id,
     'low' as severity,
     c.site_luid,
     c.content_luid,

@@ -53,11 +53,11 @@ identities as (
     group by user_luid
 ),
 
--- a union matches columns by position: both sides list the same columns in the same order
 all_versions as (
-    select * from role_versions
-    union all
-    select * from unversioned
+    {{ union_by_name(['role_versions', 'unversioned'], [
+        'user_version_key', 'site_luid', 'user_luid', 'version_number', 'site_role_id', 'site_role',
+        'is_system_admin', 'valid_from', 'valid_to', 'previous_site_role', 'was_system_admin'
+    ]) }}
 )
 
 select

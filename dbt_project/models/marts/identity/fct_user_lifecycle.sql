@@ -76,9 +76,11 @@ tenant_shaped as (
 ),
 
 unioned as (
-    select * from site_shaped
-    union all
-    select * from tenant_shaped
+    {{ union_by_name(['site_shaped', 'tenant_shaped'], [
+        'event_id', 'family', 'event_type', 'event_time', 'site_luid', 'actor_user_luid', 'actor_tenant_user_id',
+        'user_luid', 'tenant_user_id', 'user_name', 'user_email', 'action', 'old_role', 'new_role',
+        'silver_ingest_ts'
+    ]) }}
 )
 
 select * from unioned

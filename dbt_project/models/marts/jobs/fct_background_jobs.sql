@@ -1,6 +1,5 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='job_luid',
-          on_schema_change='append_new_columns', merge_window='first_event_at',
-          post_hook='{{ uncache_merge_source() }}') }}
+          on_schema_change='append_new_columns', merge_window='first_event_at') }}
 -- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the jobs with new state events (their later states arrive in later

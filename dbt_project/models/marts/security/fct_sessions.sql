@@ -1,6 +1,5 @@
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='session_id',
-          merge_window='signed_in_at',
-          post_hook='{{ uncache_merge_source() }}') }}
+          merge_window='signed_in_at') }}
 -- depends_on: {{ ref('stg_site__events') }}
 
 -- Incremental: recompute the sessions of the users with new sign-ins, sign-outs or views (a new

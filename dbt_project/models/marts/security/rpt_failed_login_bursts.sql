@@ -67,7 +67,7 @@ bursts as (
 )
 
 select
-    sha2(concat_ws('|', key_type, key_value, first_event_id), 256) as burst_id,
+    {{ hash_key(['key_type', 'key_value', 'first_event_id']) }} as burst_id,
     key_type,
     key_value,
     first_failure_at,
