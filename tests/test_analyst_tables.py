@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from functools import reduce
 
 from pyspark.sql import DataFrame
@@ -20,10 +21,10 @@ from pipelines.analyst.publish import (
     publish_analyst_tables,
     tables_location,
 )
-from pipelines.config import Config
 from pipelines.gold.compact import mart_tables
 from pipelines.personal_data import MASKED_ROLES, NONE, RAW, catalogue
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
+from pipelines.settings import Settings
 from pipelines.tables import tables
 
 
@@ -104,9 +105,8 @@ def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everythi
         f"{sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed pseudonyms) in "
     )
     assert len(quiet) == 1 and quiet[0].startswith(said) and quiet[0].endswith("s"), quiet
-    rotated = Config(
-        cfg.env, {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}}, cfg.files
-    )
+    values = {**cfg.values, "analyst": {**cfg.get("analyst"), "pseudonym_key_env": "ROTATED_KEY"}}
+    rotated = replace(cfg, values=values, settings=Settings.model_validate(values))
     # the shared lake's copies keep the rotated key afterwards: the tests after this one need no key
     os.environ["ROTATED_KEY"] = "r" * 40
     try:
