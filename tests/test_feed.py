@@ -49,7 +49,7 @@ def feed_lake(spark, lake_dir):
         if when.date() == last_day and when.hour >= SILENT_FROM_HOUR:
             path.unlink()
     run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
-    run_dbt(spark, cfg, ["build", "--quiet", "--select", "rpt_feed_gaps"])
+    run_dbt(spark, cfg, ["build", "--quiet", "--select", "+rpt_feed_gaps"])  # with its staging view
     return cfg, silent, _site_hours(landing)
 
 
