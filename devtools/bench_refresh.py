@@ -83,10 +83,10 @@ def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
     generate_activity_log(
         landing,
         events,
-        seed=cfg.get("generate.seed") + 1,
+        seed=cfg.settings.generate.seed + 1,
         days=1,
         start=_newest_day(landing) + timedelta(days=1),
-        layout=cfg.get("generate.layout"),
+        layout=cfg.settings.generate.layout,
     )
 
 

@@ -63,8 +63,8 @@ def _generate_activity_log(
 
 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
-    start = args.start or iso_time(cfg.get("generate.start"))
-    days = args.days or cfg.get("generate.days")
+    start = args.start or iso_time(cfg.settings.generate.start)
+    days = args.days or cfg.settings.generate.days
     _generate_activity_log(
         Path(args.out),
         args.events,
@@ -106,16 +106,16 @@ def generate_demo_sample(cfg: Config, landing: Path) -> dict:
     """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
     return _generate_activity_log(
         landing,
-        cfg.get("generate.events"),
-        cfg.get("generate.seed"),
-        iso_time(cfg.get("generate.start")),
-        cfg.get("generate.days"),
+        cfg.settings.generate.events,
+        cfg.settings.generate.seed,
+        iso_time(cfg.settings.generate.start),
+        cfg.settings.generate.days,
         dirty=True,
-        layout=cfg.get("generate.layout"),
+        layout=cfg.settings.generate.layout,
         live_feed=True,  # what the registry knows
         security_stories=True,  # a situation for every detection report
-        snapshots=cfg.get("generate.snapshots"),
-        snapshot_every=cfg.get("generate.snapshot_every_hours"),
+        snapshots=cfg.settings.generate.snapshots,
+        snapshot_every=cfg.settings.generate.snapshot_every_hours,
     )
 
 

@@ -181,7 +181,7 @@ def _main() -> int:
         from pipelines.config import load_config
 
         cfg = load_config()
-        load_export_into_postgres(server, cfg.path("writeback.file.path"), cfg.get("writeback.databases"))
+        load_export_into_postgres(server, cfg.path("writeback.file.path"), cfg.settings.writeback.databases)
     print(
         f"export AUDITLAKE__WRITEBACK__SOURCE=jdbc AUDITLAKE__WRITEBACK__JDBC__PORT={server.port} "
         f"AUDITLAKE__WRITEBACK__JDBC__USER={server.user} AUDITLAKE_WRITEBACK_PASSWORD={server.password}"

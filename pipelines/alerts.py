@@ -187,7 +187,7 @@ def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status
     create_table_if_missing(spark, t.alert_deliveries, DELIVERIES_SCHEMA)
     rows = []
     for r in detections_to_queue(
-        spark.table(t.detections), spark.table(t.alert_deliveries), cfg.get("alerts.min_severity")
+        spark.table(t.detections), spark.table(t.alert_deliveries), cfg.settings.alerts.min_severity
     ).collect():
         detection = r.asDict()
         when = detection["detected_at"] = _from_micros(r["detected_us"])
@@ -340,7 +340,7 @@ def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool
     pending_before = deliveries.count()
     batch = (
         deliveries.orderBy("detected_at", "detection_id")
-        .limit(cfg.get("alerts.max_per_run"))
+        .limit(cfg.settings.alerts.max_per_run)
         .select("detection_id", "detection", "severity", "attempts", "payload")
         .collect()
     )
@@ -351,7 +351,7 @@ def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool
         report.pending = pending_before
         return report
     outcomes: list[tuple[str, bool, str | None, datetime]] = []
-    timeout = cfg.get("alerts.timeout_seconds")
+    timeout = cfg.settings.alerts.timeout_seconds
     stopped = False
     try:
         for i, row in enumerate(batch):

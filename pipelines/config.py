@@ -427,7 +427,7 @@ def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapp
         raise ConfigError(f"{env_path}: no configuration for environment '{env}' (known: {', '.join(known)})")
     # the declared defaults (pipelines/settings.py), then base.yaml (the same values, commented:
     # a test keeps them equal), the environment's file and the AUDITLAKE__* variables
-    shape = Settings().model_dump(by_alias=True)
+    shape = Settings().model_dump()
     origins: dict[str, str] = {}
     values = _merge(shape, _read_yaml(base_path), shape, lambda _key: str(base_path), origins)
     values = _merge(values, _read_yaml(env_path), shape, lambda _key: str(env_path), origins)

@@ -407,7 +407,7 @@ def refresh_analyst_copies(spark: SparkSession, cfg: Config, report: ErasureRepo
     """The analysts' copies of the marts the erasure rewrote, copied again from them (their LUIDs
     are in clear, their pseudonyms a keyed hash of the values erased); -> those copies, as Delta
     path tables to vacuum. Safe to repeat: a copy already made from a mart's version is not made again."""
-    if not cfg.get("analyst.enabled"):
+    if not cfg.settings.analyst.enabled:
         return []
     gold = tables(cfg).gold_schema + "."
     marts = [name.removeprefix(gold) for name in report.tables_vacuumed if name.startswith(gold)]
@@ -493,7 +493,7 @@ def begin_erasure(
         erasable_tables(spark, cfg),
         {},
         gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg),
-        int(cfg.get("erase.vacuum_retain_hours")),
+        int(cfg.settings.erase.vacuum_retain_hours),
     )
     _save_pending(spark, cfg, pending)
     _record_pending(spark, cfg, pending)

@@ -23,7 +23,7 @@ def jar_file_name(coordinate: str) -> str:
 def coordinates(cfg: Config) -> list[str]:
     """The JARs this configuration needs: ``jars``, and ``s3.jars`` when a location is s3a:// (the
     AWS SDK bundle is ~640 MB: fetched, and put on the classpath, only where S3 is used)."""
-    return [*cfg.get("jars"), *(cfg.get("s3.jars") if cfg.uses_s3 else [])]
+    return [*cfg.settings.jars, *(cfg.get("s3.jars") if cfg.uses_s3 else [])]
 
 
 def jar_paths(cfg: Config) -> list[Path]:

@@ -97,9 +97,9 @@ def run_refresh(
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)
     secure_lake(cfg)  # and the folders this run made
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
-    if "gold" in layers and cfg.get("alerts.on_refresh"):
+    if "gold" in layers and cfg.settings.alerts.on_refresh:
         send_alerts_after_gold(spark, cfg, report, log)
-    if "gold" in layers and cfg.get("tableau.publish_on_refresh"):
+    if "gold" in layers and cfg.settings.tableau.publish_on_refresh:
         publish_after_gold(spark, cfg, report, log)
     writeback_errors = getattr(report.writeback.get("bronze"), "errors", None)
     if writeback_errors:  # the other sources and layers ran; the refresh still ends in error
@@ -220,7 +220,7 @@ def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
 
 
 def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
-    gate = QualityGate(spark, cfg, log=log) if cfg.get("quality.enabled") else None
+    gate = QualityGate(spark, cfg, log=log) if cfg.settings.quality.enabled else None
     try:
         # First the rows quarantined as unknown_event_type whose type the registry has learnt since: a
         # deploy that teaches it a type needs no operator step, and these rows, landed earlier, win the
@@ -247,7 +247,7 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
         report.gold_skipped = True
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
-        if cfg.get("analyst.enabled") and not analyst_tables_published(spark, cfg):  # a lake from before
+        if cfg.settings.analyst.enabled and not analyst_tables_published(spark, cfg):  # a lake from before
             publish_analyst_tables(spark, cfg, log=log)
         feed.log_quiet_sites(spark, cfg, log=log)
         return
@@ -266,7 +266,7 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
     report.gold = build_gold(spark, cfg, log=log, tests_since=last_success_start(spark, cfg, "gold"))
     # counted once (all of history, per mart) for both the gate and the run log's figures
     report.reconciliation = reconciliation_frame(spark, cfg)
-    if cfg.get("quality.enabled"):
+    if cfg.settings.quality.enabled:
         gate = QualityGate(spark, cfg, log=log)
         try:
             validate_gold(spark, cfg, gate, report.run_id, report.reconciliation)
@@ -278,9 +278,9 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
     report.compactions = [
         c
         for schema in t.derived_schemas
-        for c in compact_marts(spark, schema, cfg.get("gold.compact_files_over"), log=log)
+        for c in compact_marts(spark, schema, cfg.settings.gold.compact_files_over, log=log)
     ]
-    if cfg.get("analyst.enabled"):
+    if cfg.settings.analyst.enabled:
         publish_analyst_tables(spark, cfg, log=log)
 
 

@@ -50,19 +50,19 @@ TRUSTSTORE = "javax.net.ssl.trustStore"  # the JVM's default truststore: JNDI's 
 
 
 def port(cfg: Config, role: str) -> int:
-    return cfg.get("serve.port") if role == "analyst" else cfg.get("serve.auditor_port")
+    return cfg.settings.serve.port if role == "analyst" else cfg.settings.serve.auditor_port
 
 
 def jdbc_url(cfg: Config, role: str = "analyst") -> str:
     """A server's JDBC URL; with TLS, a client adds its truststore (``;sslTrustStore=...``)."""
-    tls = ";ssl=true" if cfg.get("serve.tls.enabled") else ""
+    tls = ";ssl=true" if cfg.settings.serve.tls.enabled else ""
     return f"jdbc:hive2://{cfg.get('serve.host')}:{port(cfg, role)}/default{tls}"
 
 
 def ldap_properties(cfg: Config, role: str) -> dict[str, str | None]:
     """JVM system properties for Hive's LDAP provider (None: cleared): each role binds its users
     under DNs of its own (auditors: ``serve.ldap.auditor_*``)."""
-    ldap = cfg.get("serve.auth") == "ldap"
+    ldap = cfg.settings.serve.auth == "ldap"
     prefix = "" if role == "analyst" else "auditor_"
     keys = {"url": "url", "base_dn": f"{prefix}base_dn", "user_dn_pattern": f"{prefix}user_dn_pattern"}
     return {prop: (cfg.get(f"serve.ldap.{keys[key]}") or None) if ldap else None for key, prop in LDAP_KEYS.items()}
@@ -94,7 +94,7 @@ def ldap_truststore(cfg: Config, folder: Path) -> Path | None:
     to be the server JVM's default truststore (``TRUSTSTORE``): the directory's ldaps:// certificate
     verifies, and every public one still does (S3). None without it. Its password only guards its
     integrity (the JVM reads a JKS truststore without one), so it is thrown away."""
-    if not cfg.get("serve.ldap.ca_cert"):
+    if not cfg.settings.serve.ldap.ca_cert:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     store = folder / "ldap-truststore.jks"
@@ -171,13 +171,13 @@ def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[st
 
 def start_auditor_server(spark: SparkSession, cfg: Config, timeout: float = 120):
     """The auditors' server, in the lakehouse's own session: every schema, in clear."""
-    password = secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None
+    password = secret(cfg, "serve.tls.keystore_password_env") if cfg.settings.serve.tls.enabled else None
     ldap = ldap_properties(cfg, "auditor")
     store = ldap_truststore(cfg, cfg.data_dir / "serve")
     if store is not None:
         ldap[TRUSTSTORE] = str(store)
     with keystore_password(spark, password):  # the session's first catalog use is the server's start
-        return start_thrift_server(spark, cfg.get("serve.host"), port(cfg, "auditor"), ldap, timeout)
+        return start_thrift_server(spark, cfg.settings.serve.host, port(cfg, "auditor"), ldap, timeout)
 
 
 def _wait_for_signal() -> None:
@@ -188,8 +188,8 @@ def _wait_for_signal() -> None:
 
 
 def _try_line(cfg: Config, role: str, schema: str) -> str:
-    auth = f" (sign-in: LDAP at {cfg.get('serve.ldap.url')})" if cfg.get("serve.auth") == "ldap" else ""
-    tls = ";sslTrustStore=<truststore>;trustStorePassword=<its password>" if cfg.get("serve.tls.enabled") else ""
+    auth = f" (sign-in: LDAP at {cfg.get('serve.ldap.url')})" if cfg.settings.serve.auth == "ldap" else ""
+    tls = ";sslTrustStore=<truststore>;trustStorePassword=<its password>" if cfg.settings.serve.tls.enabled else ""
     user = " -n <user> -p <password>" if auth else ""
     return f"serve: try  beeline -u '{jdbc_url(cfg, role)}{tls}'{user} -e 'SHOW TABLES IN {schema}'{auth}"
 
@@ -198,7 +198,7 @@ def serve_auditors(spark: SparkSession, cfg: Config, log=print) -> None:
     """The auditors' server until SIGINT / SIGTERM, then stop it and the session."""
     server = start_auditor_server(spark, cfg)
     log(f"serve: auditors' server listening on {jdbc_url(cfg, 'auditor')}: every schema in clear (Ctrl-C to stop)")
-    log(_try_line(cfg, "auditor", cfg.get("gold.schema")))
+    log(_try_line(cfg, "auditor", cfg.settings.gold.schema))
     _wait_for_signal()
     log("serve: stopping")
     server.stop()

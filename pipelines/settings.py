@@ -12,6 +12,7 @@ machine) is checked by ``pipelines.config`` after this.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
@@ -21,6 +22,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pipelines.activity_log import AUDITLAKE, DATE_FIRST, SCHEMA_FIRST
 from pipelines.ocsf import OCSF_VERSIONS, SOURCE_NAME_PATTERN
 from pipelines.writeback import ROLES as WRITEBACK_ROLES
+
+# A section's schema name is its key `schema`; pydantic warns that it shadows BaseModel.schema(), a
+# deprecated class method nothing here calls.
+warnings.filterwarnings("ignore", message='Field name "schema" in ', category=UserWarning)
 
 # The enumerations of conf/ (the code relies on the values being one of these)
 METASTORE_KINDS = ("derby", "postgresql")
@@ -171,12 +176,12 @@ class Listing(Section):
 
 
 class Bronze(Section):
-    schema_: Schema = Field("bronze", alias="schema", description="bronze's schema")
+    schema: Schema = Field("bronze", description="bronze's schema")
     listing: Listing = key(Listing, "which folders of the landing root a refresh walks")
 
 
 class Silver(Section):
-    schema_: Schema = Field("silver", alias="schema", description="silver's schema")
+    schema: Schema = Field("silver", description="silver's schema")
     event_views: bool = key(True, "one view per documented event type, silver.<event_type>")
     stats_columns: ListOf(*IDENTIFIER) = key(
         [
@@ -229,7 +234,7 @@ class Detections(Section):
 
 
 class Gold(Section):
-    schema_: Schema = Field("gold", alias="schema", description="the marts' schema (<schema>_staging: the views)")
+    schema: Schema = Field("gold", description="the marts' schema (<schema>_staging: the views)")
     failed_login_burst: FailedLoginBurst = key(FailedLoginBurst, "rpt_failed_login_bursts")
     inactive_user_days: Whole(1) = key(90, "rpt_inactive_licensed_users: no sign-in for this long")
     detections: Detections = key(Detections, "the detection reports' thresholds")
@@ -260,7 +265,7 @@ class Metastore(Section):
 
 class Analyst(Section):
     enabled: bool = key(True, "copy every mart, personal columns as keyed pseudonyms, for the analysts")
-    schema_: Schema = Field("analyst", alias="schema", description="the analysts' server lists a view per mart here")
+    schema: Schema = Field("analyst", description="the analysts' server lists a view per mart here")
     dir: Text() = key("", "the copies (a path or URI; '' = <data_dir>/analyst)")
     pseudonym_key_env: EnvName = key("AUDITLAKE_PSEUDONYM_KEY", "NAME of the variable holding the pseudonym key")
     append_from_mb: Whole(0) = key(32, "a mart this large (MB) that only gained rows gets them appended")
@@ -305,7 +310,7 @@ class Cluster(Section):
 
 
 class Ops(Section):
-    schema_: Schema = Field("ops", alias="schema", description="run logs and batch figures")
+    schema: Schema = Field("ops", description="run logs and batch figures")
 
 
 class Thresholds(Section):

@@ -47,8 +47,8 @@ def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[b
     """Run the block's queries with the small-input settings (``SMALL_INPUT``) when they read fewer
     than ``spark.codegen_min_rows`` rows (yields whether they do). Settings an operator gave in
     ``spark.extra_conf`` win."""
-    mine = {k: v for k, v in SMALL_INPUT.items() if k not in cfg.get("spark.extra_conf")}
-    if rows >= cfg.get("spark.codegen_min_rows") or not mine:
+    mine = {k: v for k, v in SMALL_INPUT.items() if k not in cfg.settings.spark.extra_conf}
+    if rows >= cfg.settings.spark.codegen_min_rows or not mine:
         yield False
         return
     saved = {k: spark.conf.get(k, None) for k in mine}
@@ -97,23 +97,23 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
             # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
             f"{extra_java_options or class_archive.java_options(cfg)}"
         ).strip(),
-        "spark.driver.memory": cfg.get("spark.driver_memory"),
-        "spark.sql.shuffle.partitions": str(cfg.get("spark.shuffle_partitions")),
+        "spark.driver.memory": cfg.settings.spark.driver_memory,
+        "spark.sql.shuffle.partitions": str(cfg.settings.spark.shuffle_partitions),
         # Delta rebuilds table state with this many tasks (default 50): on a few cores, fewer is faster.
-        "spark.databricks.delta.snapshotPartitions": str(cfg.get("spark.shuffle_partitions")),
+        "spark.databricks.delta.snapshotPartitions": str(cfg.settings.spark.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         # The streaming file source hands each micro-batch its new files as explicit paths; with
         # thousands of small hourly files Spark would stat them in a listing job of up to 10,000
         # tasks (its default). A few tasks do the same work without the scheduling cost (-25% on
         # the bronze benchmark, see docs/performance.md).
-        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.get("spark.shuffle_partitions")),
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.settings.spark.shuffle_partitions),
         "spark.ui.showConsoleProgress": "false",
         # the quality gate fetches small checked frames into pandas (quality.pandas_max_rows)
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Activity Log files are small (one per hour and event type, kilobytes each): packed into
         # read tasks as if each cost 4 MB to open (Spark's default), 11,500 of them make ~360 tasks
         # and as many Parquet files per bronze commit; at this cost a few dozen.
-        "spark.sql.files.openCostInBytes": str(cfg.get("spark.file_open_cost_bytes")),
+        "spark.sql.files.openCostInBytes": str(cfg.settings.spark.file_open_cost_bytes),
         # Silver types ~250 attributes per family in one projection; past 100 fields (Spark's default)
         # whole-stage code generation is switched off and every projection copies the wide rows it
         # passes on: the typing pass took 2-3x as long (docs/performance.md).
@@ -123,23 +123,23 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
         # Spark falls back to its own format. Delta owns the schema: skip Hive's check.
         "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
         # where `auditlake serve` listens (read once, when the session's Hive client is made)
-        "spark.hadoop.hive.server2.thrift.bind.host": cfg.get("serve.host"),
+        "spark.hadoop.hive.server2.thrift.bind.host": cfg.settings.serve.host,
         # (the lakehouse's session serves auditors; the analysts' server is a process of its own)
-        "spark.hadoop.hive.server2.thrift.port": str(cfg.get("serve.auditor_port")),
+        "spark.hadoop.hive.server2.thrift.port": str(cfg.settings.serve.auditor_port),
         # Spark's scratch files (shuffle blocks hold rows) under the lake's private folder, not /tmp
         "spark.local.dir": str(cfg.data_dir / "spark-local"),
     }
     conf.update(metastore_conf(cfg))
     conf.update(s3_conf(cfg))
     conf.update(serve_conf(cfg))
-    conf.update({k: str(v) for k, v in cfg.get("spark.extra_conf").items()})
+    conf.update({k: str(v) for k, v in cfg.settings.spark.extra_conf.items()})
     return conf
 
 
 def metastore_conf(cfg: Config) -> dict[str, str]:
     """The Hive metastore's connection: embedded Derby (default) or a shared PostgreSQL database
     (``metastore.kind``, one of the two: load_config checked it, and that the password is set)."""
-    if cfg.get("metastore.kind") == "derby":
+    if cfg.settings.metastore.kind == "derby":
         return {}
     pg = cfg.get("metastore.postgresql")
     password = secret(cfg, "metastore.postgresql.password_env")
@@ -191,9 +191,9 @@ def serve_conf(cfg: Config) -> dict[str, str]:
     before it starts reaches it (checked). The LDAP provider's own settings are system properties,
     and the keystore's password a system property only while the server starts (pipelines.serve)."""
     conf = {}
-    if cfg.get("serve.auth") == "ldap":
+    if cfg.settings.serve.auth == "ldap":
         conf["spark.hadoop.hive.server2.authentication"] = "LDAP"
-    if cfg.get("serve.tls.enabled"):
+    if cfg.settings.serve.tls.enabled:
         keystore = cfg.path("serve.tls.keystore_path")
         if not keystore.is_file():
             raise ConfigError(f"config key 'serve.tls.keystore_path': keystore {keystore} not found")
@@ -213,14 +213,14 @@ def build_spark(cfg: Config, extra_java_options: str = "") -> SparkSession:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # A local run, or one on a cluster on this machine's loopback, binds the driver to loopback
     # only (executors must reach it there; it also skips the hostname lookup warning).
-    master = cfg.get("spark.master")
+    master = cfg.settings.spark.master
     if master.startswith("local") or re.match(r"^spark://(127\.0\.0\.1|localhost)[:/]", master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cfg.metastore_dir.mkdir(parents=True, exist_ok=True)
     log_dir(cfg).mkdir(parents=True, exist_ok=True)
     if not is_uri(cfg.warehouse_dir):
         Path(cfg.warehouse_dir).mkdir(parents=True, exist_ok=True)
-    builder = SparkSession.builder.appName(cfg.get("spark.app_name")).master(cfg.get("spark.master"))
+    builder = SparkSession.builder.appName(cfg.settings.spark.app_name).master(cfg.settings.spark.master)
     for key, value in spark_conf(cfg, extra_java_options).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()

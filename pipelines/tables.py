@@ -141,9 +141,9 @@ class Tables:
 
 def tables(cfg: Config) -> Tables:
     return Tables(
-        cfg.get("bronze.schema"),
-        cfg.get("silver.schema"),
-        cfg.get("ops.schema"),
-        cfg.get("gold.schema"),
-        cfg.get("analyst.schema"),
+        cfg.settings.bronze.schema,
+        cfg.settings.silver.schema,
+        cfg.settings.ops.schema,
+        cfg.settings.gold.schema,
+        cfg.settings.analyst.schema,
     )

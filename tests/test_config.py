@@ -242,11 +242,11 @@ def test_base_yaml_is_the_declarations_defaults_key_for_key():
     from pipelines.settings import Settings
 
     base = yaml.safe_load((CONF_DIR / "base.yaml").read_text(encoding="utf-8"))
-    assert Settings().model_dump(by_alias=True) == base
+    assert Settings().model_dump() == base
 
     def undescribed(model, prefix=""):
         for name, info in model.model_fields.items():
-            dotted = f"{prefix}{info.alias or name}"
+            dotted = f"{prefix}{name}"
             if not info.description:
                 yield dotted
             sub = info.annotation

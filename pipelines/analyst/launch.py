@@ -78,7 +78,7 @@ def analyst_account(cfg: Config) -> pwd.struct_passwd:
     else the user starting it (the server refuses to start if that user can read the lake)."""
     if os.geteuid() != 0:
         return pwd.getpwuid(os.geteuid())
-    name = cfg.get("serve.analyst_os_user")
+    name = cfg.settings.serve.analyst_os_user
     try:
         return pwd.getpwnam(name)
     except KeyError:
@@ -120,11 +120,11 @@ def server_spec(cfg: Config, state_dir: Path) -> dict:
     if store is not None:
         ldap[TRUSTSTORE] = str(store)
     return {
-        "host": cfg.get("serve.host"),
-        "port": cfg.get("serve.port"),
+        "host": cfg.settings.serve.host,
+        "port": cfg.settings.serve.port,
         "ldap": ldap,
         "server_conf": conf,
-        "keystore_password": secret(cfg, "serve.tls.keystore_password_env") if cfg.get("serve.tls.enabled") else None,
+        "keystore_password": secret(cfg, "serve.tls.keystore_password_env") if cfg.settings.serve.tls.enabled else None,
         "analyst_dir": cfg.analyst_dir,
         "tables_dir": tables_location(cfg),
         "state_dir": str(state_dir),

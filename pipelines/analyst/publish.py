@@ -286,7 +286,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
             todo[name] = (target, doc, last if same_docs and not force else {}, version)
     started = time.monotonic()
     done: dict[str, Published] = {}
-    files_over, append_from_bytes = cfg.get("gold.compact_files_over"), cfg.get("analyst.append_from_mb") * 2**20
+    files_over, append_from_bytes = cfg.settings.gold.compact_files_over, cfg.settings.analyst.append_from_mb * 2**20
 
     def publish(name: str) -> None:
         target, doc, last, version = todo[name]
@@ -308,7 +308,7 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         log_compaction(c, files_over, log)
     for gone in sorted(set(before) - set(marts)):
         storage.delete(spark, storage.join(tables_location(cfg), gone))
-    catalog = {"schema": cfg.get("analyst.schema"), "key_id": key_id(key), "marts": entries}
+    catalog = {"schema": cfg.settings.analyst.schema, "key_id": key_id(key), "marts": entries}
     storage.write_text(
         spark, storage.join(cfg.analyst_dir, CATALOG_FILE), json.dumps(catalog, indent=1, sort_keys=True)
     )

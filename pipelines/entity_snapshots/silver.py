@@ -45,7 +45,7 @@ class SnapshotPromotion:
 
 
 def key_columns(cfg: Config, entity_type: str) -> list[str]:
-    return list(cfg.get("snapshots.keys").get(entity_type) or DEFAULT_KEYS.get(entity_type) or [DEFAULT_KEY])
+    return list(cfg.settings.snapshots.keys.get(entity_type) or DEFAULT_KEYS.get(entity_type) or [DEFAULT_KEY])
 
 
 def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, log) -> None:

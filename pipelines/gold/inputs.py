@@ -45,7 +45,7 @@ def current_inputs(spark: SparkSession, cfg: Config) -> dict:
         "silver_versions": {name: table_version(spark, name) for name in sources if spark.catalog.tableExists(name)},
         "project": _project_hash(),
         "vars": dbt_vars(cfg),
-        "gold_schema": cfg.get("gold.schema"),
+        "gold_schema": cfg.settings.gold.schema,
     }
 
 

@@ -46,15 +46,15 @@ def _detection_vars(detections: dict) -> dict:
 
 def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
     out = {
-        "silver_schema": cfg.get("silver.schema"),
-        "failed_login_burst_failures": cfg.get("gold.failed_login_burst.failures"),
-        "failed_login_burst_window_minutes": cfg.get("gold.failed_login_burst.window_minutes"),
-        "inactive_user_days": cfg.get("gold.inactive_user_days"),
+        "silver_schema": cfg.settings.silver.schema,
+        "failed_login_burst_failures": cfg.settings.gold.failed_login_burst.failures,
+        "failed_login_burst_window_minutes": cfg.settings.gold.failed_login_burst.window_minutes,
+        "inactive_user_days": cfg.settings.gold.inactive_user_days,
         **_detection_vars(cfg.get("gold.detections")),
-        "ops_schema": cfg.get("ops.schema"),
-        "feed_baseline_days": cfg.get("feed.baseline_days"),
-        "feed_usual_share": cfg.get("feed.usual_share"),
-        "feed_report_days": cfg.get("feed.report_days"),
+        "ops_schema": cfg.settings.ops.schema,
+        "feed_baseline_days": cfg.settings.feed.baseline_days,
+        "feed_usual_share": cfg.settings.feed.usual_share,
+        "feed_report_days": cfg.settings.feed.report_days,
     }
     if tests_since:  # staging and incremental-mart tests check rows promoted after this (macros/test_scope.sql)
         out["tests_since"] = tests_since
@@ -93,8 +93,8 @@ def run_dbt(
     args, given = _split_vars(args)
     env = {
         "AUDITLAKE_DBT_TARGET": "pipeline",
-        "AUDITLAKE_GOLD_SCHEMA": cfg.get("gold.schema"),
-        "AUDITLAKE_DBT_THREADS": str(cfg.get("gold.threads")),
+        "AUDITLAKE_GOLD_SCHEMA": cfg.settings.gold.schema,
+        "AUDITLAKE_DBT_THREADS": str(cfg.settings.gold.threads),
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -138,7 +138,7 @@ def build_gold(
     when given. dbt's unit tests check the SQL, not the data: they run in the test suite and with
     ``auditlake gold dbt test --select test_type:unit``, not on every refresh (a sixth of a build's time);
     the data tests only while ``gold.data_tests``."""
-    data_tests = cfg.get("gold.data_tests")
+    data_tests = cfg.settings.gold.data_tests
     skipped = ["unit_test"] if data_tests else ["unit_test", "test"]
     args = ["build", "--quiet", "--exclude-resource-type", *skipped] + (["--full-refresh"] if full_refresh else [])
     since = (

@@ -99,7 +99,7 @@ class HyperReport:
 
 def hyper_path(cfg: Config, out: str | None = None) -> Path:
     """The Hyper file: ``<out>/auditlake.hyper``; out defaults to ``hyper.out_dir`` (``<data_dir>/hyper``)."""
-    where = out if out is not None else str(cfg.get("hyper.out_dir") or "")
+    where = out if out is not None else str(cfg.settings.hyper.out_dir or "")
     if storage.is_uri(where):
         raise HyperExportError(f"hyper output {where}: Hyper writes a local file; give a folder on this machine")
     folder = Path(where).expanduser() if where else cfg.data_dir / "hyper"
@@ -177,7 +177,7 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
     from tableauhyperapi import Connection, CreateMode, HyperProcess, Telemetry
 
     started = time.monotonic()
-    if not cfg.get("analyst.enabled") or not analyst_tables_published(spark, cfg):
+    if not cfg.settings.analyst.enabled or not analyst_tables_published(spark, cfg):
         raise HyperExportError("no analysts' tables to export yet: run `auditlake refresh` (every layer) first")
     path = hyper_path(cfg, out)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -281,7 +281,7 @@ def _update(
 
     payload = hyper_file.with_name(PAYLOAD_FILE)
     report.actions, report.rows = build_payload(hyper_file, payload, changed, published_marks)
-    timeout = cfg.get("tableau.job_timeout_seconds")
+    timeout = cfg.settings.tableau.job_timeout_seconds
     try:
         job = server.datasources.update_hyper_data(
             report.datasource_id, request_id=uuid.uuid4().hex, actions=report.actions, payload=str(payload)

@@ -101,7 +101,7 @@ def class_events(
             continue
         reached[src.mart] = newest
         frames.append(
-            to_ocsf(src.mapping(_newer(rows, None, newest)), cls, cfg.get("ocsf.version")).withColumn(
+            to_ocsf(src.mapping(_newer(rows, None, newest)), cls, cfg.settings.ocsf.version).withColumn(
                 "_mart", F.lit(src.mart)
             )
         )
@@ -117,8 +117,8 @@ def write_events(events: DataFrame, cfg: Config, location: str) -> list[Row]:
     """Append ``events`` under ``location`` partitioned as Security Lake reads it; -> the rows per
     (eventDay, mart) written."""
     laid_out = (
-        events.withColumn("region", F.lit(cfg.get("ocsf.region")))
-        .withColumn("accountId", F.lit(cfg.get("ocsf.account_id")))
+        events.withColumn("region", F.lit(cfg.settings.ocsf.region))
+        .withColumn("accountId", F.lit(cfg.settings.ocsf.account_id))
         .withColumn("eventDay", F.date_format("event_time", "yyyyMMdd"))
         .drop("event_time")
         .persist()

@@ -130,8 +130,8 @@ class QualityGate:
 
     def __init__(self, spark: SparkSession, cfg: Config, log=print):
         self.spark, self.cfg, self.log = spark, cfg, log
-        self.enabled = bool(cfg.get("quality.enabled"))
-        self.pandas_max_rows = int(cfg.get("quality.pandas_max_rows"))
+        self.enabled = bool(cfg.settings.quality.enabled)
+        self.pandas_max_rows = int(cfg.settings.quality.pandas_max_rows)
         self._context = None
         self.datasources = {}
         self.outcomes: list[ExpectationOutcome] = []

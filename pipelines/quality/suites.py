@@ -31,7 +31,7 @@ class SuiteSpec:
 
 def _meta(cfg: Config, key: str) -> dict:
     # one of pipelines.settings.SEVERITIES: load_config checked every quality.severity entry and the default
-    severity = cfg.get("quality.severity").get(key, cfg.get("quality.default_severity"))
+    severity = cfg.settings.quality.severity.get(key, cfg.settings.quality.default_severity)
     return {"key": key, "severity": severity}
 
 

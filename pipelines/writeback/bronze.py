@@ -122,7 +122,7 @@ def _read_databases(
 ) -> DataFrame | None:
     """Each configured database from its watermark less the overlap; a failure is recorded, not raised."""
     previous = last_watermarks(spark, cfg)
-    overlap = timedelta(minutes=cfg.get("writeback.overlap_minutes"))
+    overlap = timedelta(minutes=cfg.settings.writeback.overlap_minutes)
     frames = []
     for role, database in configured_databases(cfg).items():
         source = jdbc_source_name(cfg, database)
@@ -193,7 +193,7 @@ def land_writeback(
     ensure_schema(spark, t.ops_schema)
     if kind == "file":
         path = cfg.path("writeback.file.path")
-        rows = read_file_export(spark, path, cfg.get("writeback.file.default_database"))
+        rows = read_file_export(spark, path, cfg.settings.writeback.file.default_database)
         counts = _land(spark, t.writeback_raw, rows, run_id)
         result.databases = [DatabaseLanding(role, str(path), *counts[role]) for role in sorted(counts)]
     else:

@@ -33,12 +33,12 @@ class WritebackSourceError(ExternalError):
 
 
 def source_kind(cfg: Config) -> str:
-    return cfg.get("writeback.source")
+    return cfg.settings.writeback.source
 
 
 def configured_databases(cfg: Config) -> dict[str, str]:
     """role -> database name, for the roles with a database configured."""
-    return {role: name for role, name in cfg.get("writeback.databases").items() if name}
+    return {role: name for role, name in cfg.settings.writeback.databases.items() if name}
 
 
 # ---- file export -----------------------------------------------------------------------------
@@ -92,12 +92,12 @@ def jdbc_source_name(cfg: Config, database: str) -> str:
 
 
 def jdbc_options(cfg: Config, database: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    host, port = cfg.get("writeback.jdbc.host"), cfg.get("writeback.jdbc.port")
-    timeout = cfg.get("writeback.jdbc.connect_timeout_seconds")
+    host, port = cfg.settings.writeback.jdbc.host, cfg.settings.writeback.jdbc.port
+    timeout = cfg.settings.writeback.jdbc.connect_timeout_seconds
     return {
         "url": f"jdbc:postgresql://{host}:{port}/{database}?connectTimeout={timeout}&loginTimeout={timeout}",
         "driver": "org.postgresql.Driver",
-        "user": cfg.get("writeback.jdbc.user"),
+        "user": cfg.settings.writeback.jdbc.user,
         "password": secret(cfg, "writeback.jdbc.password_env", environ),
         "fetchsize": "10000",
         # Text casts of timestamps in ISO form; a timestamptz column would print in UTC.
@@ -155,7 +155,7 @@ def read_jdbc(
 ) -> DataFrame:
     """The rows of one database from ``since`` on, read once and held (``localCheckpoint``)."""
     options = jdbc_options(cfg, database, environ)
-    table = cfg.get("writeback.jdbc.table")
+    table = cfg.settings.writeback.jdbc.table
     try:
         probe = spark.read.format("jdbc").options(**options).option("query", f"SELECT * FROM {table} WHERE 1=0")
         actual = {f.name.upper(): f.name for f in probe.load().schema.fields}

@@ -84,9 +84,9 @@ def _listing_plan(cfg: Config, state: dict, newest: date | None, root: str, full
     """None (walk every folder) or the cut-off day (recent date folders only); every folder on the
     first run, on request, and every ``bronze.listing.full_every_runs`` runs."""
     since_full = state.get("listings", {}).get(root, {}).get("runs_since_full")
-    if full or newest is None or since_full is None or since_full + 1 >= cfg.get("bronze.listing.full_every_runs"):
+    if full or newest is None or since_full is None or since_full + 1 >= cfg.settings.bronze.listing.full_every_runs:
         return None
-    return newest - timedelta(days=cfg.get("bronze.listing.lookback_days"))
+    return newest - timedelta(days=cfg.settings.bronze.listing.lookback_days)
 
 
 def _spark_path(path: str) -> str:

@@ -121,7 +121,7 @@ def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
     frames = to_silver(_empty_bronze(spark, cfg, family), family)
     events = _with_run(frames.events, "")
     _create_table_like(spark, t.silver_events(family), events, "event_date")
-    _set_stats_columns(spark, t.silver_events(family), cfg.get("silver.stats_columns"))
+    _set_stats_columns(spark, t.silver_events(family), cfg.settings.silver.stats_columns)
     _create_table_like(spark, t.quarantine, _with_run(frames.quarantine, ""), None)
     _create_table_like(spark, t.duplicates, _duplicates_frame(events, "same_batch"), None)
     _create_table_like(spark, t.silver_batches, spark.createDataFrame([], _BATCH_SCHEMA), None)

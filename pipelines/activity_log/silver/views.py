@@ -85,7 +85,7 @@ def _registry_hash() -> str:
 def ensure_event_views(spark: SparkSession, cfg: Config, family: str, log=print) -> int:
     """Create the family's event views if missing or stale (while ``silver.event_views``); returns how
     many were (re)created."""
-    if not cfg.get("silver.event_views"):
+    if not cfg.settings.silver.event_views:
         return 0
     t = tables(cfg)
     plan = family_plan(family)
