@@ -251,6 +251,9 @@ def test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_buil
         "primary_key_stg_site__events_event_id",
         since,
     )
+    # every staging view's tests run scoped (one over an ops table, which has no silver_ingest_ts, reads all)
+    scoped = run_dbt(spark, cfg, ["test", "--quiet", "--select", "path:models/staging"], tests_since=since)
+    assert scoped.statuses.get("pass", 0) >= 4 and not scoped.failures, scoped
     # an incremental mart's tests are scoped the same way (macros/test_scope.sql)
     _scoped_test_catches(
         spark,

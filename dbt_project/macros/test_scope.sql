@@ -2,7 +2,7 @@
   The rows a data test reads (dbt's get_where_subquery, overridden for this project).
 
   A refresh passes tests_since: when the last successful gold build started. The tests of the
-  staging views and of the incremental marts then check only the rows promoted to silver since
+  staging views over silver and of the incremental marts then check only the rows promoted to silver since
   (silver_ingest_ts): older rows were tested by that build, and a row arriving again under an
   old key is merged on the key, not added (the silver -> gold reconciliation counts it). A plain
   `dbt build`, a --full-refresh and the first gold build pass no var and test every row. Tests
@@ -25,14 +25,21 @@
     {%- do return(relation) -%}
 {%- endmacro %}
 
-{# A staging model or an incremental mart (both carry silver_ingest_ts). #}
+{# An incremental mart, or a staging view over a silver table (both carry silver_ingest_ts; a
+   staging view over an ops table, stg_ops__feed_completeness, does not). #}
 {% macro tested_by_new_rows(relation) -%}
     {%- if not execute -%}
         {%- do return(false) -%}
     {%- endif -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and (node.alias or node.name) == relation.identifier -%}
-        {%- do return(node.config.materialized == 'incremental' or 'staging' in node.fqn) -%}
+        {%- if node.config.materialized == 'incremental' -%}
+            {%- do return(true) -%}
+        {%- endif -%}
+        {%- for source in graph.sources.values()
+            if [source.source_name, source.name] in node.sources and source.schema == var('silver_schema') -%}
+            {%- do return('staging' in node.fqn) -%}
+        {%- endfor -%}
     {%- endfor -%}
     {%- do return(false) -%}
 {%- endmacro %}
