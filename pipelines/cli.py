@@ -655,12 +655,13 @@ def main(argv: list[str] | None = None) -> int:
         print("auditlake: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        print(f"auditlake: {kind_of(exc)[0]}: {one_line(exc)}", file=sys.stderr)
+        kind, code = kind_of(exc)
+        print(f"auditlake: {kind}: {one_line(exc)}", file=sys.stderr)
         if not isinstance(exc, UsageError | ConfigError | BusyError):  # their one line says all there is
             where = _write_traceback(cfg)
             if where:
                 print(f"auditlake: details (traceback, Java stack trace, plan) in {where}", file=sys.stderr)
-        return kind_of(exc)[1]
+        return code
 
 
 def _write_traceback(cfg: Config | None) -> Path | None:
