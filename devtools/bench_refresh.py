@@ -24,7 +24,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from devtools.bench import _dbt_node_seconds, _machine, _newest_day
-from pipelines.config import PROJECT_ROOT, Config
+from pipelines.config import Config
+from pipelines.project import home
 
 _DONE = re.compile(r"refresh \S+ done: (.*)$")
 _LAYER = re.compile(r"(\w+) ([\d.]+)s")
@@ -36,7 +37,7 @@ def _refresh_process(env: dict[str, str], cfg: Config, label: str, log) -> dict:
     started = time.monotonic()
     lines: list[tuple[float, str]] = []
     with subprocess.Popen(
-        command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=home(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as proc:
         for line in proc.stdout:
             lines.append((time.monotonic() - started, line.rstrip()))
@@ -149,7 +150,7 @@ def _warm_runs(env: dict[str, str], cfg: Config, landing: Path, delivery: int, l
     ]
     taken: list[float] = []
     with subprocess.Popen(
-        command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=home(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as proc:
         for line in proc.stdout:
             if m := _TAKEN.search(line):

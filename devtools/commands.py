@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -99,7 +100,20 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
         log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
         generate_demo_sample(cfg, landing)
+    _place_writeback_sample(cfg)
     return 0 if refresh(cfg, list(LAYERS), summary=True) else 1
+
+
+def _place_writeback_sample(cfg: Config) -> None:
+    """The bundled Write-Back export where conf reads it (``writeback.file.path``): in a checkout it is
+    there already; an installed package reads conf's relative path from the current folder."""
+    from devtools.sample import BUNDLED_EXPORT
+
+    target = cfg.path("writeback.file.path")
+    if cfg.settings.writeback.source == "file" and not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BUNDLED_EXPORT, target)
+        log(f"demo: the sample Write-Back export copied to {target} (writeback.file.path)")
 
 
 def generate_demo_sample(cfg: Config, landing: Path) -> dict:

@@ -22,7 +22,7 @@ Grammar: ``auditlake <verb>``, or ``auditlake <noun> <verb>`` where a noun has s
 Tooling commands (``demo``, ``generate activity-log|writeback``, ``bench``) come from
 ``devtools`` through the ``auditlake.commands`` entry point group: the product never imports them.
 
-Global: ``--env NAME`` (default $AUDITLAKE_ENV or ``local``).
+Global: ``--env NAME`` or ``--env path/to/file.yaml`` (default $AUDITLAKE_ENV or ``local``).
 """
 
 from __future__ import annotations
@@ -461,7 +461,11 @@ def _add_wait(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="auditlake", description="Audit lakehouse for Tableau")
-    parser.add_argument("--env", help="configuration environment (conf/<env>.yaml); default $AUDITLAKE_ENV or local")
+    parser.add_argument(
+        "--env",
+        help="configuration environment: a name (conf/<env>.yaml) or a YAML file of your own (path/to/prod.yaml, "
+        "over conf/base.yaml); default $AUDITLAKE_ENV or local",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(

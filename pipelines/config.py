@@ -29,10 +29,9 @@ import yaml
 from pydantic import ValidationError
 
 from pipelines.errors import ConfigError, one_line
+from pipelines.project import CONF_DIR, home
 from pipelines.settings import Settings
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-CONF_DIR = PROJECT_ROOT / "conf"
 ENV_VAR = "AUDITLAKE_ENV"
 OVERRIDE_PREFIX = "AUDITLAKE__"
 
@@ -88,9 +87,9 @@ class Config:
         return node
 
     def path(self, dotted: str) -> Path:
-        """A path setting, made absolute against the project root."""
+        """A path setting, made absolute against the project's home (pipelines/project.py)."""
         p = Path(os.path.expanduser(str(self.get(dotted))))
-        return p if p.is_absolute() else PROJECT_ROOT / p
+        return p if p.is_absolute() else home() / p
 
     @property
     def data_dir(self) -> Path:
@@ -403,7 +402,7 @@ def _check_serve(
                 "every analyst could sign in to the auditors' server",
             )
     ca_cert = lookup("serve.ldap.ca_cert")
-    if ca_cert and not (PROJECT_ROOT / os.path.expanduser(ca_cert)).is_file():
+    if ca_cert and not (home() / os.path.expanduser(ca_cert)).is_file():
         fail(
             "serve.ldap.ca_cert",
             f"is {ca_cert!r}: no such file (the PEM certificate of the CA that signed the directory's certificate)",
@@ -415,11 +414,18 @@ def _check_serve(
 
 
 def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapping[str, str] | None = None) -> Config:
-    """Load and validate the configuration for ``env`` (default: $AUDITLAKE_ENV or 'local')."""
+    """Load and validate the configuration for ``env`` (default: $AUDITLAKE_ENV or 'local'): a name
+    (``conf/<env>.yaml``, shipped with the product) or the path of a YAML file of one's own (``*.yaml``)."""
     environ = dict(os.environ if environ is None else environ)
     env = env or environ.get(ENV_VAR) or "local"
     base_path = conf_dir / "base.yaml"
-    env_path = conf_dir / f"{env}.yaml"
+    if env.endswith((".yaml", ".yml")):  # a file of one's own, over the shipped base.yaml
+        env_path = Path(os.path.expanduser(env)).resolve()
+        env = str(env_path)  # so child processes given cfg.env load the same file
+        if not env_path.is_file():
+            raise ConfigError(f"{env_path}: no such configuration file")
+    else:
+        env_path = conf_dir / f"{env}.yaml"
     if not base_path.is_file():
         raise ConfigError(f"{base_path}: base configuration file not found")
     if not env_path.is_file():

@@ -17,8 +17,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines import class_archive
-from pipelines.config import CONF_DIR, Config, ConfigError, secret
+from pipelines.config import Config, ConfigError, secret
 from pipelines.jars import jar_paths, missing_jars
+from pipelines.project import CONF_DIR
 from pipelines.storage import is_uri
 
 

@@ -16,7 +16,7 @@ import pytest
 from devtools.pg_server import free_port
 from devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
-from pipelines.gold.staging import DBT_DIR
+from pipelines.project import DBT_DIR
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 from tests.lake import BUNDLED_EXPORT, move_day, variant_environ

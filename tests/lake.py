@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+# the bundled Write-Back export (its changes made by "maria.costa"; tests substitute the person they follow)
+from devtools.sample import BUNDLED_EXPORT  # noqa: F401  (tests import it from here)
 from pipelines.config import variant_environ as _variant
 
 # An environment holding only the analysts' pseudonym key (every mode needs it while analyst.enabled):
@@ -37,9 +39,6 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
             moved += 1
     return moved
 
-
-# The bundled Write-Back export (its changes made by "maria.costa"; tests substitute the person they follow)
-BUNDLED_EXPORT = Path(__file__).resolve().parents[1] / "devtools" / "sample" / "historical_audit.ndjson"
 
 # differs by run, not by data: when the row reached silver (the marts)
 RUN_COLUMNS = ("silver_ingest_ts",)

@@ -19,7 +19,6 @@ from pyspark.sql import functions as F
 
 from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from devtools.pg_server import free_port
-from pipelines.config import PROJECT_ROOT
 from pipelines.gold.compact import mart_tables
 from pipelines.serve import start_auditor_server
 from pipelines.tables import tables
@@ -27,9 +26,11 @@ from tests.lake import variant_environ
 from tests.serving import HOST, serving
 from tests.test_serve_auth import KEYSTORE_PASSWORD, make_tls_material
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
 pytestmark = [pytest.mark.subprocess]
-CLIENT_PYTHON = PROJECT_ROOT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
-SESSION = PROJECT_ROOT / "tests" / "clients" / "session.py"
+CLIENT_PYTHON = CHECKOUT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
+SESSION = CHECKOUT / "tests" / "clients" / "session.py"
 ANALYST, PASSWORD = "ana", "analyst-password-1"
 
 

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from pipelines.config import CONF_DIR, PROJECT_ROOT, ConfigError, load_config, secret
+from pipelines.config import ConfigError, load_config, secret
+from pipelines.project import CONF_DIR, home
 from tests.lake import KEYED
 
 
@@ -21,6 +22,16 @@ def test_env_file_overrides_base():
     assert cfg.get("spark.app_name") == "auditlake"  # from base
     assert load_config(environ=dict(KEYED)).env == "local"
     assert load_config(environ={**KEYED, "AUDITLAKE_ENV": "test"}).env == "test"
+
+
+def test_an_environment_file_of_ones_own_is_read_over_the_shipped_base(tmp_path, monkeypatch):
+    (tmp_path / "prod.yaml").write_text("paths:\n  data_dir: lake\n")
+    monkeypatch.setenv("AUDITLAKE_HOME", str(tmp_path))  # what relative paths are relative to
+    cfg = load_config(str(tmp_path / "prod.yaml"), environ=dict(KEYED))
+    assert cfg.env == str(tmp_path / "prod.yaml") and cfg.files == (str(CONF_DIR / "base.yaml"), cfg.env)
+    assert cfg.data_dir == tmp_path / "lake"
+    with pytest.raises(ConfigError, match=r"nosuch\.yaml: no such configuration file$"):
+        load_config(str(tmp_path / "nosuch.yaml"), environ=dict(KEYED))
 
 
 def test_environment_variable_overrides_a_key():
@@ -321,7 +332,7 @@ def test_cli_process_exits_2_on_a_bad_value_in_seconds(tmp_path):
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=PROJECT_ROOT,
+        cwd=home(),
     )
     assert proc.returncode == 2 and time.monotonic() - started < 10
     assert proc.stderr.splitlines() == [
@@ -343,7 +354,7 @@ def test_storage_locations_take_uris_paths_or_default_under_data_dir():
         },
     )
     assert cfg.warehouse_dir == "s3a://audit-lake/warehouse"  # a URI is used as written
-    assert cfg.checkpoint_dir == str(PROJECT_ROOT / "relative" / "checkpoints")  # a path is made absolute
+    assert cfg.checkpoint_dir == str(home() / "relative" / "checkpoints")  # a path is made absolute
     assert cfg.get("spark.master").startswith("spark://")
     local = load_config("local", environ={**KEYED, "AUDITLAKE__PATHS__DATA_DIR": "/srv/lake"})
     assert (local.warehouse_dir, local.checkpoint_dir) == ("/srv/lake/warehouse", "/srv/lake/checkpoints")

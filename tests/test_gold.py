@@ -4,7 +4,6 @@ facts reconcile with silver, the generated staging layer and the profile stay in
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,10 +16,11 @@ from pipelines.config import CONF_DIR, load_config
 from pipelines.errors import InputError
 from pipelines.gold import inputs
 from pipelines.gold.compact import MIN_FILE_SIZE, compact, compact_marts, data_files, mart_tables
-from pipelines.gold.run import dbt_target_dir, dbt_vars, run_dbt
-from pipelines.gold.staging import DBT_DIR, event_groups, event_marts, stale_files
+from pipelines.gold.run import dbt_log_dir, dbt_target_dir, dbt_vars, run_dbt
+from pipelines.gold.staging import event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
 from pipelines.ops import last_success_start
+from pipelines.project import DBT_DIR
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
@@ -87,7 +87,7 @@ def test_every_unit_test_of_the_models_passes(spark, gold_lake):
     )
     assert not result.failures and result.statuses.get("pass", 0) == units > 0
     # dbt ran on conf's gold.threads (the profile's own fallback is 1)
-    log = Path(os.environ.get("DBT_LOG_PATH") or DBT_DIR / "logs") / "dbt.log"
+    log = dbt_log_dir() / "dbt.log"
     said = re.findall(r"Concurrency: (\d+) threads", log.read_text(encoding="utf-8", errors="replace"))
     assert said and int(said[-1]) == cfg.get("gold.threads") > 1
 

@@ -14,13 +14,15 @@ import pytest
 
 from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from devtools.pg_server import free_port
-from pipelines.config import PROJECT_ROOT, ConfigError, load_config
+from pipelines.config import ConfigError, load_config
 from pipelines.serve import beeline_rows
 from tests.serving import serving
 
-CLIENT_PYTHON = PROJECT_ROOT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
-SIGN_IN = PROJECT_ROOT / "tests" / "clients" / "sign_in.py"
-AUDITLAKE = PROJECT_ROOT / ".venv" / "bin" / "auditlake"
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+CLIENT_PYTHON = CHECKOUT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
+SIGN_IN = CHECKOUT / "tests" / "clients" / "sign_in.py"
+AUDITLAKE = CHECKOUT / ".venv" / "bin" / "auditlake"
 KEYTOOL = "/usr/bin/keytool" if Path("/usr/bin/keytool").exists() else "keytool"
 HOST = "127.0.0.1"
 USER, PASSWORD = "ana", "correct-horse-battery"

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from pipelines import storage
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
-from pipelines.config import CONF_DIR, PROJECT_ROOT, Config, secret
+from pipelines.config import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError
 from pipelines.jars import jar_paths
+from pipelines.project import CONF_DIR, IMPORT_ROOT
 from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore
 from pipelines.spark_session import log_dir, serve_conf
 
@@ -101,7 +102,7 @@ def _reachable_by_all(path: Path) -> bool:
 def interpreter() -> tuple[str, list[str]]:
     """A Python 3.11 the analysts' user can run, and the folders it imports from (this venv's
     packages and the project): the venv's own interpreter may sit in root's home."""
-    paths = [str(PROJECT_ROOT), sysconfig.get_paths()["purelib"]]
+    paths = [str(IMPORT_ROOT), sysconfig.get_paths()["purelib"]]
     candidates = [Path(sys.executable), Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")]
     for candidate in candidates:
         if candidate.exists() and _reachable_by_all(candidate):

@@ -29,9 +29,9 @@ from pipelines import storage
 from pipelines.config import Config, secret
 from pipelines.delta_util import for_each_table, table_version
 from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tables
-from pipelines.gold.staging import DBT_DIR
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
+from pipelines.project import DBT_DIR
 from pipelines.tables import tables
 
 MARTS_DIR = DBT_DIR / "models" / "marts"

@@ -17,7 +17,7 @@ from pipelines.activity_log import FAMILIES
 from pipelines.config import Config
 from pipelines.delta_util import table_version
 from pipelines.gold.run import dbt_vars
-from pipelines.gold.staging import DBT_DIR
+from pipelines.project import DBT_DIR
 from pipelines.tables import tables
 
 _PROJECT_PARTS = ("dbt_project.yml", "models", "macros", "tests")

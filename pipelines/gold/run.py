@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 from pipelines.errors import CheckFailed, UsageError
-from pipelines.gold.staging import DBT_DIR
+from pipelines.project import DBT_DIR, INSTALLED
 
 
 class GoldError(CheckFailed):
@@ -61,9 +61,23 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
     return out
 
 
-def dbt_target_dir() -> Path:
-    """Where dbt writes its compiled SQL, manifest and run results: ``DBT_TARGET_PATH``, else dbt_project/target."""
-    return Path(os.environ.get("DBT_TARGET_PATH") or DBT_DIR / "target")
+def _dbt_output(variable: str, folder: str, cfg: Config | None) -> Path:
+    given = os.environ.get(variable)
+    if given:
+        return Path(given)
+    # an installed package's dbt project is read-only: dbt writes beside the lake's other state
+    return cfg.data_dir / "dbt" / folder if INSTALLED and cfg is not None else DBT_DIR / folder
+
+
+def dbt_target_dir(cfg: Config | None = None) -> Path:
+    """Where dbt writes its compiled SQL, manifest and run results: ``DBT_TARGET_PATH``, else
+    dbt_project/target in a checkout, else (installed) ``<data_dir>/dbt/target``."""
+    return _dbt_output("DBT_TARGET_PATH", "target", cfg)
+
+
+def dbt_log_dir(cfg: Config | None = None) -> Path:
+    """Where dbt writes dbt.log: ``DBT_LOG_PATH``, else dbt_project/logs, else (installed) ``<data_dir>/dbt/logs``."""
+    return _dbt_output("DBT_LOG_PATH", "logs", cfg)
 
 
 def _split_vars(args: list[str]) -> tuple[list[str], dict]:
@@ -95,6 +109,9 @@ def run_dbt(
         "AUDITLAKE_DBT_TARGET": "pipeline",
         "AUDITLAKE_GOLD_SCHEMA": cfg.settings.gold.schema,
         "AUDITLAKE_DBT_THREADS": str(cfg.settings.gold.threads),
+        # as environment, not flags: a command that has no such flag (dbt debug) ignores it
+        "DBT_TARGET_PATH": str(dbt_target_dir(cfg)),
+        "DBT_LOG_PATH": str(dbt_log_dir(cfg)),
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

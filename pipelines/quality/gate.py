@@ -23,9 +23,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import PROJECT_ROOT, Config
+from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
 from pipelines.errors import CheckFailed
+from pipelines.project import GX_TEMPLATE_DIR
 from pipelines.tables import tables
 
 if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its import alone takes seconds)
@@ -35,7 +36,6 @@ if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its
 
 # One GX datasource per engine: small frames are checked in pandas, large ones in Spark.
 # The committed GX configuration and Data Docs styles; each lake's context is a copy under its data.
-CONTEXT_TEMPLATE = PROJECT_ROOT / "expectations" / "gx"
 IGNORED_IN_TEMPLATE = ("uncommitted", "expectations", "checkpoints", "validation_definitions")
 _DATASOURCES = {"spark": "auditlake_spark", "pandas": "auditlake_pandas"}
 _RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
@@ -115,7 +115,7 @@ def context_dir(cfg: Config) -> Path:
     root = cfg.quality_dir
     if not (root / "gx" / "great_expectations.yml").is_file():
         shutil.copytree(
-            CONTEXT_TEMPLATE, root / "gx", dirs_exist_ok=True, ignore=shutil.ignore_patterns(*IGNORED_IN_TEMPLATE)
+            GX_TEMPLATE_DIR, root / "gx", dirs_exist_ok=True, ignore=shutil.ignore_patterns(*IGNORED_IN_TEMPLATE)
         )
     return root
 

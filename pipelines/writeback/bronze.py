@@ -32,6 +32,7 @@ from pipelines.writeback.source import (
     WritebackSourceError,
     configured_databases,
     jdbc_source_name,
+    no_rows,
     read_file_export,
     read_jdbc,
     source_kind,
@@ -186,11 +187,15 @@ def land_writeback(
         result.skipped_reason = "writeback.source is none"
     elif kind == "file" and not cfg.path("writeback.file.path").is_file():
         result.skipped_reason = f"no export file {cfg.path('writeback.file.path')}"
-    if result.skipped_reason:
-        log(f"writeback bronze: skipped ({result.skipped_reason})")
-        return result
     ensure_schema(spark, t.bronze_schema)
     ensure_schema(spark, t.ops_schema)
+    if result.skipped_reason:
+        log(f"writeback bronze: skipped ({result.skipped_reason})")
+        # the table made empty: silver's and gold's write-back tables are then empty, not missing (a
+        # lake without Write-Back builds gold; its write-back marts have no rows)
+        if not spark.catalog.tableExists(t.writeback_raw):
+            _land(spark, t.writeback_raw, no_rows(spark), run_id)
+        return result
     if kind == "file":
         path = cfg.path("writeback.file.path")
         rows = read_file_export(spark, path, cfg.settings.writeback.file.default_database)

@@ -84,6 +84,11 @@ def read_file_export(spark: SparkSession, path: Path, default_database: str) -> 
     )
 
 
+def no_rows(spark: SparkSession) -> DataFrame:
+    """A source with nothing to land, in a source's columns (all strings)."""
+    return spark.createDataFrame([], ", ".join(f"`{c}` string" for c in SOURCE_COLUMNS))
+
+
 # ---- JDBC ------------------------------------------------------------------------------------
 
 

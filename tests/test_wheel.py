@@ -1,0 +1,131 @@
+"""The product installed from its wheel, away from the checkout (issue 31).
+
+The wheel is built from the files git would ship (a copy of them, so no stale build/ folder of the
+checkout can hide a missing file), installed into a fresh venv, and run from another folder:
+``auditlake registry``, then a small refresh of every layer with an environment file of one's own.
+The fresh venv takes the pinned stack (Spark, dbt, GX) from this venv through a .pth line, not a
+second download; ``pipelines`` and ``devtools`` come from the wheel only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import load_config
+from pipelines.project import BUNDLED
+
+pytestmark = [pytest.mark.slow(minutes=3), pytest.mark.subprocess]
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+EVENTS = 300
+
+
+def _shipped_files() -> list[str]:
+    """What a clean clone holds: tracked files and new ones not ignored (git's own list)."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=CHECKOUT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [f for f in out.split("\0") if f and (CHECKOUT / f).is_file()]
+
+
+def _run(args: list, cwd: Path, env: dict, timeout: int = 600) -> str:
+    proc = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, f"{' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(the fresh venv, its site-packages, the wheel) with the product installed from the wheel."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    for name in _shipped_files():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(CHECKOUT / name, src / name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    _run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "-q", "-w", root / "dist"], root, env)
+    wheel = next((root / "dist").glob("tableau_auditlake-*.whl"))
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], root, env)
+    python = venv / "bin" / "python"
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel], root, env)
+    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root, env).strip())
+    (site / "pinned_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv, site, wheel
+
+
+def test_the_wheel_ships_every_data_file_and_the_project_folders(installed):
+    _venv, _site, wheel = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = _shipped_files()
+    # every file beside the modules (the registry, the catalogue, the glossary, the sample export)
+    beside_code = [f for f in shipped if f.startswith(("pipelines/", "devtools/")) and not f.endswith(".py")]
+    assert beside_code and [f for f in beside_code if f not in names] == []
+    # conf/, dbt_project/, expectations/gx/ as pipelines/_project/, without a run's output
+    for folder in BUNDLED:
+        files = [f for f in shipped if f.startswith(folder + "/")]
+        assert files and [f for f in files if f"pipelines/_project/{f}" not in names] == [], folder
+    assert not [n for n in names if "/target/" in n or "/logs/" in n or n.endswith(".user.yml")]
+
+
+def test_the_installed_product_runs_from_another_folder(installed, tmp_path):
+    venv, site, _wheel = installed
+    work = tmp_path / "work"
+    work.mkdir()
+    jars = load_config("test").path("paths.jars_dir")  # fetched once by `make setup`: not fetched again
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTHONPATH" and not k.startswith(("AUDITLAKE__", "DBT_")) and k != "AUDITLAKE_ENV"
+    }
+    env["AUDITLAKE__PATHS__JARS_DIR"] = str(jars)
+    auditlake = venv / "bin" / "auditlake"
+    where = _run(
+        [
+            venv / "bin" / "python",
+            "-c",
+            "import pipelines.project as p, devtools; print(p.INSTALLED, p.__file__, devtools.__file__)",
+        ],
+        work,
+        env,
+    ).split()
+    assert where[0] == "True" and all(Path(f).is_relative_to(site) for f in where[1:]), where
+
+    registry = _run([auditlake, "registry"], work, env)
+    assert "site:" in registry and "tenant:" in registry
+
+    # an environment file of one's own, beside the lake: relative paths are relative to this folder
+    (work / "mine.yaml").write_text(
+        (CHECKOUT / "conf" / "test.yaml").read_text().replace("data/test", "lake") + "analyst:\n  enabled: false\n"
+    )
+    _run([auditlake, "generate", "activity-log", "--out", "lake/landing", "--events", EVENTS, "--days", 1], work, env)
+    package = {p: p.stat().st_mtime_ns for p in (site / "pipelines").rglob("*") if p.is_file()}
+    out = _run([auditlake, "--env", "mine.yaml", "refresh", "--summary"], work, env, timeout=900)
+
+    assert "layers bronze, silver, gold" in out and "gold: " in out, out[-3000:]
+    # no Write-Back export here: its tables are made empty, so gold builds
+    assert "writeback bronze: skipped (no export file" in out and "writeback silver: 0 bronze rows" in out
+    assert (work / "lake" / "warehouse").is_dir() and (work / "lake" / "dbt" / "target" / "manifest.json").is_file()
+    # the installed package is read, never written (dbt's output went beside the lake)
+    assert {
+        p: p.stat().st_mtime_ns for p in (site / "pipelines").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    } == {p: t for p, t in package.items() if "__pycache__" not in p.parts}
