@@ -87,8 +87,10 @@ def test_every_unit_test_of_the_models_passes(spark, gold_lake):
     )
     assert not result.failures and result.statuses.get("pass", 0) == units > 0
     # dbt ran on conf's gold.threads (the profile's own fallback is 1)
-    log = dbt_log_dir() / "dbt.log"
-    said = re.findall(r"Concurrency: (\d+) threads", log.read_text(encoding="utf-8", errors="replace"))
+    # dbt rotates dbt.log at 10 MB: the run's line may be in the file rotated during it
+    logs = [dbt_log_dir() / name for name in ("dbt.log.1", "dbt.log")]
+    text = "".join(p.read_text(encoding="utf-8", errors="replace") for p in logs if p.is_file())
+    said = re.findall(r"Concurrency: (\d+) threads", text)
     assert said and int(said[-1]) == cfg.get("gold.threads") > 1
 
 
@@ -583,11 +585,13 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
 
 
 def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refresh(spark, gold_lake):
-    """int_content_mentions, int_group_mentions and int_admin_security_changes merge each delivery's new
-    rows into what they hold. One delivery: a late rename of a piece of content and of a group (older than
-    the name they have: neither is renamed), a newer rename of another piece of content, a new group, a
-    view opened (its workbook's last access) and an administrator's change on a Sunday night. The tables,
-    the dimensions and the reports over them must be what a full refresh gives."""
+    """int_content_mentions, int_group_mentions, int_admin_security_changes and int_user_activity merge each
+    delivery's new rows into what they hold. One delivery: a late rename of a piece of content and of a group
+    (older than the name they have: neither is renamed), a newer rename of another piece of content, a new
+    group, a view opened (its workbook's last access), an administrator's change on a Sunday night, a
+    sign-in after every other event (its user's last, and the reports' "now") and a sign-in older than
+    another user's last. The tables, the dimensions and the reports over them must be what a full refresh
+    gives."""
     cfg, _, _ = gold_lake
     t = tables(cfg)
     site, tenant, staging, gold = (
@@ -627,7 +631,13 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
         .first()
     )
     admin = spark.table(f"{staging}.int_admin_security_changes").where("family = 'tenant'").orderBy("event_id").first()
-    assert group_event and access and admin, "the shared lake lacks an event this test copies"
+    signed_in = (
+        spark.table(f"{staging}.int_user_activity")
+        .where("last_sign_in_at is not null")
+        .orderBy("activity_key")
+        .limit(2)
+    ).collect()
+    assert group_event and access and admin and len(signed_in) == 2, "the shared lake lacks an event this test copies"
     newest = spark.table(site).agg(F.max("event_time")).first()[0]
 
     def copy(table: str, event_id: str, tag: str, **values):
@@ -663,6 +673,14 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
             ),
             copy(site, group_event.event_id, "new", group_luid=new_group, group_name="New group"),
             copy(site, access.event_id, "opened", event_time=newest + timedelta(hours=2)),
+            # a sign-in after every other event (the user's last, and "now"), one before the other user's last
+            copy(site, signed_in[0].last_sign_in_event_id, "signin", event_time=newest + timedelta(hours=3)),
+            copy(
+                site,
+                signed_in[1].last_sign_in_event_id,
+                "late",
+                event_time=signed_in[1].last_sign_in_at - timedelta(days=1),
+            ),
         ],
         tenant: [copy(tenant, admin.event_id, "night", event_time=sunday_night)],
     }
@@ -676,8 +694,11 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
         "dim_groups",
         "rpt_stale_content",
         "rpt_security_changes_outside_window",
+        "int_user_activity",
+        "rpt_inactive_licensed_users",
+        "rpt_licence_right_sizing",
     ]
-    facts = ["fct_content_lifecycle", "fct_content_access", "fct_group_membership_changes"]
+    facts = ["fct_content_lifecycle", "fct_content_access", "fct_group_membership_changes", "fct_logins"]
 
     def rows(m: str) -> tuple:
         return fingerprint(spark.table(f"{staging if m.startswith('int_') else gold}.{m}"))
@@ -707,6 +728,17 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
         assert groups[group.group_luid] == group.group_name and groups[new_group] == "New group"
         opened = spark.table(f"{staging}.int_content_mentions").where(f"content_luid = '{access.workbook_luid}'")
         assert opened.first().last_accessed_at == newest + timedelta(hours=2)
+        activity = {
+            r.activity_key: r
+            for r in spark.table(f"{staging}.int_user_activity")
+            .where(f"activity_key in ('{signed_in[0].activity_key}', '{signed_in[1].activity_key}')")
+            .collect()
+        }
+        assert activity[signed_in[0].activity_key].last_sign_in_at == newest + timedelta(hours=3)
+        assert activity[signed_in[1].activity_key].last_sign_in_at == signed_in[1].last_sign_in_at  # late: kept
+        assert {r.as_of_time for r in spark.table(f"{gold}.rpt_inactive_licensed_users").collect()} <= {
+            newest + timedelta(hours=3)
+        }
         assert (
             spark.table(f"{gold}.rpt_security_changes_outside_window")
             .where(f"event_time = timestamp '{sunday_night}'")

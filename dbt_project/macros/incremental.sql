@@ -6,9 +6,9 @@
   scalar subquery is only known once the query runs, too late for Spark to push it into the
   silver scans (Parquet row-group skipping), so every run would read all of silver's history.
 #}
-{% macro newer_than_mart(column='silver_ingest_ts', incremental=none) %}
+{% macro newer_than_mart(column='silver_ingest_ts', incremental=none, keyword='where') %}
     {%- if (is_incremental() if incremental is none else incremental) %}
-    where {{ column }} > {{ mart_watermark(column) }}
+    {{ keyword }} {{ column }} > {{ mart_watermark(column) }}
     {%- endif %}
 {% endmacro %}
 

@@ -4,33 +4,17 @@
 -- an Explorer, an Explorer a Viewer. Removal candidates: licensed users with no sign-in for
 -- inactive_user_days (rpt_inactive_licensed_users). "Now" is the newest event in the lakehouse.
 with as_of as (
-    select max(event_time) as as_of_time from {{ ref('stg_site__events') }}
+    {{ lake_now() }}
 ),
 
 authoring as (
     select
         site_luid,
         user_luid,
-        max(event_time) as last_authored_at,
-        max_by(event_id, struct(event_time, event_id)) as last_authoring_event_id
-    from (
-        select
-            site_luid,
-            actor_user_luid as user_luid,
-            event_id,
-            event_time
-        from {{ ref('fct_content_lifecycle') }}
-        union all
-        select
-            site_luid,
-            actor_user_luid as user_luid,
-            event_id,
-            event_time
-        from {{ ref('fct_content_access') }}
-        where event_type = 'hist_access_authoring_view'
-    ) as authored
-    where user_luid is not null
-    group by site_luid, user_luid
+        last_authored_at,
+        last_authoring_event_id
+    from {{ ref('int_user_activity') }}
+    where last_authored_at is not null
 ),
 
 downgrades as (

@@ -2,7 +2,7 @@
 -- views, no download, export or view request since, or never, for content first seen at least
 -- that long ago. Deleted content is left out. "Now" is the newest event in the lakehouse.
 with as_of as (
-    select max(event_time) as as_of_time from {{ ref('stg_site__events') }}
+    {{ lake_now() }}
 )
 
 select

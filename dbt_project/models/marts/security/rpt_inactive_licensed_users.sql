@@ -2,7 +2,7 @@
 -- inactive_user_days (conf/ gold:). "Now" is the newest event in the lakehouse, so the report
 -- answers the same way whenever it is rebuilt on the same data.
 with as_of as (
-    select max(event_time) as as_of_time from {{ ref('stg_site__events') }}
+    {{ lake_now() }}
 ),
 
 current_users as (
@@ -14,11 +14,10 @@ last_sign_in as (
     select
         site_luid,
         user_luid,
-        max(event_time) as last_sign_in_at,
-        max_by(event_id, struct(event_time, event_id)) as last_sign_in_event_id
-    from {{ ref('fct_logins') }}
-    where family = 'site' and outcome = 'success'
-    group by site_luid, user_luid
+        last_sign_in_at,
+        last_sign_in_event_id
+    from {{ ref('int_user_activity') }}
+    where last_sign_in_at is not null
 )
 
 select
