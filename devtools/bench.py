@@ -20,7 +20,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.config import Config, load_config, variant_environ
+from devtools.variant import variant_environ
+from pipelines.config import Config, load_config
 from pipelines.tables import tables
 
 

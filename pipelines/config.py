@@ -151,22 +151,6 @@ def secret(cfg: Config, key: str, environ: Mapping[str, str] | None = None) -> s
     return environ[name]
 
 
-LAYER_SCHEMAS = ("bronze", "silver", "ops", "gold")
-
-
-def variant_environ(data_dir: Path, name: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """AUDITLAKE__* overrides giving a lakehouse of its own (data dir, landing, GX context, analyst
-    tables and schemas ``<layer>_<name>``) beside the main one in the same metastore: tests, benchmarks."""
-    out = dict(os.environ if environ is None else environ)
-    out["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
-    out["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
-    out["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
-    out["AUDITLAKE__ANALYST__DIR"] = str(data_dir / "analyst")
-    for layer in LAYER_SCHEMAS:
-        out[f"AUDITLAKE__{layer.upper()}__SCHEMA"] = f"{layer}_{name}"
-    return out
-
-
 def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from devtools.pg_server import free_port
-from pipelines.config import load_config, variant_environ
+from devtools.variant import variant_environ
+from pipelines.config import load_config
 from pipelines.standalone import ClusterError, Standalone
 from tests.lake import WRITE_COLUMNS, row_differences
 

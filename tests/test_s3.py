@@ -18,7 +18,8 @@ import pytest
 
 from devtools.s3_server import S3Server
 from devtools.sample.activity_log import generate_activity_log
-from pipelines.config import ConfigError, load_config, variant_environ
+from devtools.variant import variant_environ
+from pipelines.config import ConfigError, load_config
 from pipelines.jars import coordinates
 from pipelines.spark_session import s3_conf
 from tests.lake import KEYED
