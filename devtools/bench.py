@@ -66,6 +66,10 @@ def _drop_increments(landing: Path) -> None:
     """Files an incremental measurement added to a reused data set are not part of it."""
     for path in landing.rglob(f"{_INCREMENT_PREFIX}*"):
         path.unlink()
+    # and the folders they alone filled, deepest first
+    for folder in sorted((p for p in landing.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def _timed(fn):
@@ -191,8 +195,9 @@ def _ingest_cfg(cfg: Config, root: Path) -> Config:
 
 
 def _newest_day(landing: Path) -> datetime:
-    """The newest y=/m=/d= folder of a data set."""
-    days = {match.groups()[:3] for p in landing.rglob("*") if (match := _HOUR.search(p.as_posix() + "/"))}
+    """The newest y=/m=/d= folder of a data set that holds a file (an increment, once dropped, leaves its
+    folders empty: counted, each delivery would be dated after the last one's day)."""
+    days = {match.groups()[:3] for p in landing.rglob("*") if p.is_file() and (match := _HOUR.search(p.as_posix()))}
     y, m, d = max(days)
     return datetime(int(y), int(m), int(d), tzinfo=UTC)
 
