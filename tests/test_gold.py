@@ -54,10 +54,7 @@ SOURCES_READ_OUTSIDE_STAGING = {
     "rpt_access_review": "entity_snapshots, snapshot_ops: the hours applied, through snapshot_history",
     "rpt_access_log_discrepancies": "snapshot_ops: the hours applied, through snapshot_history",
 }
-DIMENSIONS_FROM_FACTS = {
-    # the user events' incremental store: from staging, every build would read all of history again
-    "dim_users": "fct_user_lifecycle",
-}
+DIMENSIONS_FROM_FACTS: dict[str, str] = {}  # none: dim_users' names come from int_user_identities
 
 
 def test_the_project_keeps_the_evaluator_rules_that_apply(gold_lake):
@@ -487,7 +484,8 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
     silver from the start of the version its observations fall in. Two deliveries: a late observation
     of another role in the middle of a user's history (it splits their one version in three), then one
     of a third role 1 ms after it (inside the second version: the first is its seed), one before all
-    of another user's, and a new actor. The tables and dim_users must be what a full refresh gives."""
+    of another user's, a new actor, and a user's rename followed by an event of theirs with no name (the
+    name stays: int_user_identities). The tables and dim_users must be what a full refresh gives."""
     cfg, _, _ = gold_lake
     site, staging, gold = tables(cfg).silver_events("site"), tables(cfg).gold_staging_schema, cfg.get("gold.schema")
     user = (
@@ -514,6 +512,13 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
         .first()
     )
     middle = F.lit(user.first_at + (user.last_at - user.first_at) / 2).cast("timestamp")
+    named = (
+        spark.table(f"{gold}.fct_user_lifecycle")
+        .where("family = 'site' and user_luid is not null and user_name is not null")
+        .orderBy("event_id")
+        .first()
+    )
+    newest = spark.table(site).agg(F.max("event_time")).first()[0]
 
     def observation(event_id: str, tag: str, **values):
         frame = spark.table(site).where(f"event_id = '{event_id}'")
@@ -539,11 +544,32 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
                 actor_user_luid=F.lit("00000000-0000-4000-8000-00000000a11c"),
                 site_role_id=F.lit(None).cast("bigint"),
             ),
+            # the user renamed, then an event of theirs that names nobody (dim_users keeps the new name)
+            observation(
+                named.event_id,
+                "renamed",
+                event_time=F.lit(newest + timedelta(hours=1)),
+                name=F.lit("Renamed User"),
+                for_user_name=F.lit(None).cast("string"),
+            ),
+            observation(
+                named.event_id,
+                "nameless",
+                event_time=F.lit(newest + timedelta(hours=2)),
+                name=F.lit(None).cast("string"),
+                for_user_name=F.lit(None).cast("string"),
+            ),
         ],
     ]
     ids = "', '".join(frame.first().event_id for delivery in deliveries for frame in delivery)
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
-    models = ["int_site_user_role_versions", "int_site_actors", "dim_users"]
+    models = [
+        "int_site_user_role_versions",
+        "int_site_actors",
+        "fct_user_lifecycle",
+        "int_user_identities",
+        "dim_users",
+    ]
 
     def roles() -> list[int]:
         return [
@@ -573,6 +599,9 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
         assert "event_date >= date '" in compiled and "9999-12-31" not in compiled  # a bounded read
         assert roles() == [user.role, split_role, seeded_role, user.role]
         assert spark.table(f"{gold}.dim_users").where("user_luid = '00000000-0000-4000-8000-00000000a11c'").count() == 1
+        assert {
+            r.user_name for r in spark.table(f"{gold}.dim_users").where(f"user_luid = '{named.user_luid}'").collect()
+        } == {"Renamed User"}
         incremental = {m: rows(m) for m in models}
         run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *models])
         for m in models:

@@ -15,8 +15,9 @@ with fact_rows as (
         true as is_sign_in,
         silver_ingest_ts
     from {{ ref('fct_logins') }}
-    where family = 'site' and outcome = 'success'
-    {{ newer_than_mart(keyword='and') }}
+    where
+        family = 'site' and outcome = 'success'
+        {{ newer_than_mart(keyword='and') }}
     union all
     select
         site_luid,
@@ -36,8 +37,9 @@ with fact_rows as (
         false as is_sign_in,
         silver_ingest_ts
     from {{ ref('fct_content_access') }}
-    where event_type = 'hist_access_authoring_view'
-    {{ newer_than_mart(keyword='and') }}
+    where
+        event_type = 'hist_access_authoring_view'
+        {{ newer_than_mart(keyword='and') }}
 ),
 
 new_rows as (

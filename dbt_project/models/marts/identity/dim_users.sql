@@ -42,15 +42,13 @@ unversioned as (
         on a.site_luid = v.site_luid and a.user_luid = v.user_luid
 ),
 
--- latest name and email the log gives for a user (user lifecycle events carry them)
+-- the newest name and e-mail address the user lifecycle events give for a user
 identities as (
     select
         user_luid,
-        max_by(user_name, event_time) as user_name,
-        max_by(user_email, event_time) as user_email
-    from {{ ref('fct_user_lifecycle') }}
-    where user_luid is not null
-    group by user_luid
+        user_name,
+        user_email
+    from {{ ref('int_user_identities') }}
 ),
 
 all_versions as (
