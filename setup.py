@@ -13,7 +13,15 @@ from setuptools.command.build_py import build_py
 BUNDLED = ("conf", "dbt_project", "expectations/gx")
 # a run's output, never the project's files
 NOT_SHIPPED = shutil.ignore_patterns(
-    "target", "logs", ".user.yml", "uncommitted", "expectations", "checkpoints", "validation_definitions", "__pycache__", "*.pyc"
+    "target",
+    "logs",
+    ".user.yml",
+    "uncommitted",
+    "expectations",
+    "checkpoints",
+    "validation_definitions",
+    "__pycache__",
+    "*.pyc",
 )
 
 
@@ -23,6 +31,8 @@ class BuildWithProjectFiles(build_py):
         if self.editable_mode:
             return
         for folder in BUNDLED:
+            # build/ outlives a build: a file deleted or renamed since must not ship again
+            shutil.rmtree(Path(self.build_lib, "pipelines", "_project", folder), ignore_errors=True)
             shutil.copytree(
                 folder, Path(self.build_lib, "pipelines", "_project", folder), ignore=NOT_SHIPPED, dirs_exist_ok=True
             )

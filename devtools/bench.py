@@ -64,12 +64,15 @@ _INCREMENT_PREFIX = "part-increment-"
 
 def _drop_increments(landing: Path) -> None:
     """Files an incremental measurement added to a reused data set are not part of it."""
+    held = set()
     for path in landing.rglob(f"{_INCREMENT_PREFIX}*"):
         path.unlink()
-    # and the folders they alone filled, deepest first
-    for folder in sorted((p for p in landing.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-        if not any(folder.iterdir()):
+        held.add(path.parent)
+    # and the folders they alone filled, up to the data set's root
+    for folder in sorted(held, key=lambda p: -len(p.parts)):
+        while folder != landing and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+            folder = folder.parent
 
 
 def _timed(fn):

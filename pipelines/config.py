@@ -403,7 +403,7 @@ def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapp
     environ = dict(os.environ if environ is None else environ)
     env = env or environ.get(ENV_VAR) or "local"
     base_path = conf_dir / "base.yaml"
-    if env.endswith((".yaml", ".yml")):  # a file of one's own, over the shipped base.yaml
+    if env.lower().endswith((".yaml", ".yml")):  # a file of one's own, over the shipped base.yaml
         env_path = Path(os.path.expanduser(env)).resolve()
         env = str(env_path)  # so child processes given cfg.env load the same file
         if not env_path.is_file():

@@ -7,8 +7,11 @@ Two ways to run the product, one rule each:
   ``.cache/jars``) are relative to the checkout, wherever the command is run from.
 - **Installed** (``pip install .`` or a wheel): the build copies those folders into the package as
   ``pipelines/_project/`` (setup.py), read-only; relative paths in conf are relative to the current
-  directory (``$AUDITLAKE_HOME`` when set), like ``git`` or ``dbt`` run in a project folder, and dbt
-  writes its compiled files and logs under the lake's data folder, not into the package.
+  directory, like ``git`` or ``dbt`` run in a project folder, and dbt writes its compiled files and
+  logs under the lake's data folder, not into the package.
+
+Either way ``$AUDITLAKE_HOME``, when set, is what relative paths are relative to (not the folder of
+an environment file given to ``--env``).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def test_an_environment_file_of_ones_own_is_read_over_the_shipped_base(tmp_path,
     cfg = load_config(str(tmp_path / "prod.yaml"), environ=dict(KEYED))
     assert cfg.env == str(tmp_path / "prod.yaml") and cfg.files == (str(CONF_DIR / "base.yaml"), cfg.env)
     assert cfg.data_dir == tmp_path / "lake"
+    (tmp_path / "PROD.YAML").write_text("paths:\n  data_dir: upper\n")  # any case of the suffix
+    assert load_config(str(tmp_path / "PROD.YAML"), environ=dict(KEYED)).data_dir == tmp_path / "upper"
     with pytest.raises(ConfigError, match=r"nosuch\.yaml: no such configuration file$"):
         load_config(str(tmp_path / "nosuch.yaml"), environ=dict(KEYED))
 

@@ -112,6 +112,9 @@ def test_the_installed_product_runs_from_another_folder(installed, tmp_path):
 
     registry = _run([auditlake, "registry"], work, env)
     assert "site:" in registry and "tenant:" in registry
+    # the package's dbt project is read-only: regenerating its staging models is refused, in one line
+    refused = subprocess.run([auditlake, "gold", "staging"], cwd=work, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "read-only" in refused.stderr, refused.stderr
 
     # an environment file of one's own, beside the lake: relative paths are relative to this folder
     (work / "mine.yaml").write_text(

@@ -63,8 +63,8 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
 
 def _dbt_output(variable: str, folder: str, cfg: Config | None) -> Path:
     given = os.environ.get(variable)
-    if given:
-        return Path(given)
+    if given:  # made absolute here: dbt would take a relative one from the project's folder
+        return Path(given).resolve()
     # an installed package's dbt project is read-only: dbt writes beside the lake's other state
     return cfg.data_dir / "dbt" / folder if INSTALLED and cfg is not None else DBT_DIR / folder
 

@@ -22,8 +22,9 @@ import yaml
 from pipelines.activity_log.registry import event_spec
 from pipelines.activity_log.silver.plan import column_name, family_plan, widest_type
 from pipelines.activity_log.silver.views import decoded_column, event_attribute_columns
+from pipelines.errors import UsageError
 from pipelines.personal_data import column_meta
-from pipelines.project import DBT_DIR
+from pipelines.project import DBT_DIR, INSTALLED
 from pipelines.sql import sql_string
 
 STAGING_DIR = DBT_DIR / "models" / "staging"
@@ -289,6 +290,11 @@ def stale_files() -> list[Path]:
 
 def write_staging(log=print) -> int:
     """(Re)write the generated staging files; returns how many changed."""
+    if INSTALLED:  # the installed package's dbt project is the one it was built with
+        raise UsageError(
+            f"gold staging: the dbt project of an installed package is read-only ({DBT_DIR}): "
+            "regenerate the staging models in a checkout"
+        )
     wanted = render_all()
     changed = 0
     for family in staged_event_types():
