@@ -29,7 +29,7 @@ import yaml
 from pydantic import ValidationError
 
 from pipelines.errors import ConfigError, one_line
-from pipelines.project import CONF_DIR, home
+from pipelines.project import CONF_DIR, resolve
 from pipelines.settings import Settings
 
 ENV_VAR = "AUDITLAKE_ENV"
@@ -88,8 +88,7 @@ class Config:
 
     def path(self, dotted: str) -> Path:
         """A path setting, made absolute against the project's home (pipelines/project.py)."""
-        p = Path(os.path.expanduser(str(self.get(dotted))))
-        return p if p.is_absolute() else home() / p
+        return resolve(str(self.get(dotted)))
 
     @property
     def data_dir(self) -> Path:
@@ -386,7 +385,7 @@ def _check_serve(
                 "every analyst could sign in to the auditors' server",
             )
     ca_cert = lookup("serve.ldap.ca_cert")
-    if ca_cert and not (home() / os.path.expanduser(ca_cert)).is_file():
+    if ca_cert and not resolve(ca_cert).is_file():
         fail(
             "serve.ldap.ca_cert",
             f"is {ca_cert!r}: no such file (the PEM certificate of the CA that signed the directory's certificate)",

@@ -41,3 +41,8 @@ def home() -> Path:
     if given:
         return Path(os.path.expanduser(given)).resolve()
     return Path.cwd() if INSTALLED else IMPORT_ROOT
+
+
+def resolve(text: str) -> Path:
+    """A path written in conf (``~`` expanded), made absolute against ``home()``."""
+    return home() / os.path.expanduser(text)  # an absolute path stays as it is
