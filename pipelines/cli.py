@@ -162,23 +162,77 @@ def refresh(
     wait: float = 0.0,
     full_listing: bool = False,
     summary: bool = False,
+    force: bool = False,
 ) -> bool:
-    """One refresh as the command runs it: the lock, the session, the layers, then the summary or
-    the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's checks
-    do not balance."""
-    from pipelines.refresh import run_refresh
-    from pipelines.spark_session import build_spark
+    """One refresh as the command runs it: the lock, what the file system says changed since the last
+    complete refresh (nothing: no Spark, pipelines/unchanged.py), the session, the layers, then the
+    summary or the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's
+    checks do not balance."""
+    from pipelines import unchanged
 
     started = time.monotonic()
     if source is not None and not source.is_dir():
         raise UsageError(f"--source {source}: no such folder")
     with refresh_lock(cfg, wait_seconds=wait, log=log):
-        spark = build_spark(cfg)
-        run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
-        if summary:  # reads every table whole: a look at the lake, not a cost for every run
-            return print_summary(spark, cfg, started)
-        log(f"time taken: {time.monotonic() - started:.1f}s")
-        return True
+        verdict = _what_changed(cfg, layers, source)
+        if verdict is not None and verdict.nothing_new and not (force or summary):
+            _say_nothing_new(verdict, started)
+            return True
+        unchanged.forget(cfg)  # a run that fails or is killed leaves no record behind
+        if verdict is not None and verdict.old_days and not full_listing:
+            log(
+                f"refresh: files changed in date folders older than the listing's window "
+                f"({', '.join(verdict.old_days[:3])}): bronze walks every folder"
+            )
+            full_listing = True
+        return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict)
+
+
+def _what_changed(cfg: Config, layers: list[str], source: Path | None):
+    """The file system's verdict (pipelines/unchanged.py), or None when it cannot tell (a layer left
+    out, a JDBC source, a location in S3, --source)."""
+    from pipelines import unchanged
+    from pipelines.refresh import LAYERS
+
+    if tuple(layers) != LAYERS or unchanged.not_told(cfg, source):
+        return None
+    verdict = unchanged.check(cfg)
+    if verdict.record is not None and verdict.changed:
+        log(
+            f"refresh: changed since refresh {verdict.record['run_id']}: {', '.join(verdict.changed)} "
+            f"({verdict.inputs.files} landing files checked in {verdict.seconds:.1f}s)"
+        )
+    return verdict
+
+
+def _say_nothing_new(verdict, started: float) -> None:
+    record = verdict.record
+    log(
+        f"refresh: nothing new since refresh {record['run_id']} ({record['recorded_at']}): the "
+        f"{verdict.inputs.files} landing files, the lake's tables, the configuration and the code are as it "
+        f"left them (checked in {verdict.seconds:.1f}s, Spark not started; --force runs every layer anyway)"
+    )
+    for line in record.get("notes", []):  # what that run said whatever it found (the quiet sites)
+        log(line)
+    log(f"time taken: {time.monotonic() - started:.1f}s")
+
+
+def _refresh_in_spark(
+    cfg: Config, layers: list[str], source: Path | None, full_listing: bool, summary: bool, started: float, verdict
+) -> bool:
+    from pipelines import unchanged
+    from pipelines.activity_log.feed import quiet_site_lines
+    from pipelines.refresh import left_nothing_to_retry, run_refresh
+    from pipelines.spark_session import build_spark
+
+    spark = build_spark(cfg)
+    report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
+    if verdict is not None and left_nothing_to_retry(cfg, report):
+        unchanged.record(cfg, verdict.inputs, report.run_id, quiet_site_lines(spark, cfg))
+    if summary:  # reads every table whole: a look at the lake, not a cost for every run
+        return print_summary(spark, cfg, started)
+    log(f"time taken: {time.monotonic() - started:.1f}s")
+    return True
 
 
 def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
@@ -192,8 +246,10 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
                 "--summary and --wait are for one refresh (--every skips a run that finds "
                 "another one running)"
             )
-        return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing)
-    balanced = refresh(cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary)
+        return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing, args.force)
+    balanced = refresh(
+        cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary, force=args.force
+    )
     return 0 if balanced else 1
 
 
@@ -216,6 +272,7 @@ def refresh_every(
     runs: int | None,
     source: Path | None = None,
     full_listing: bool = False,
+    force: bool = False,
 ) -> int:
     """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
     JVM stays warm between runs (docs/performance.md, "Issue 30, eighth step"). A run that fails is said
@@ -223,21 +280,27 @@ def refresh_every(
     the next one comes on time; a run that overruns its period is followed at once. Exit 1 if any run
     failed, at once after ``FAILURES_IN_A_ROW`` failures in a row; 130 on Ctrl-C."""
     try:
-        return _refresh_loop(cfg, layers, every, runs, source, full_listing)
+        return _refresh_loop(cfg, layers, every, runs, source, full_listing, force)
     except KeyboardInterrupt:  # Ctrl-C: a refresh cut short is finished by the next one (crash safety)
         log(f"refresh every {every:g}s: stopped")
         return EXIT_INTERRUPTED
 
 
 def _refresh_loop(
-    cfg: Config, layers: list[str], every: float, runs: int | None, source: Path | None, full_listing: bool
+    cfg: Config,
+    layers: list[str],
+    every: float,
+    runs: int | None,
+    source: Path | None,
+    full_listing: bool,
+    force: bool,
 ) -> int:
     failed, in_a_row, run = 0, 0, 0
     next_at = time.monotonic()
     while runs is None or run < runs:
         run += 1
         try:
-            refresh(cfg, layers, source, full_listing=full_listing)
+            refresh(cfg, layers, source, full_listing=full_listing, force=force)
             in_a_row = 0
         except RefreshBusyError as exc:
             log(f"refresh every {every:g}s: run {run} skipped: {exc}")
@@ -492,6 +555,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--full-listing",
         action="store_true",
         help="walk every folder of the landing root, not only recent date folders",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run every layer even when the file system shows nothing new since the last complete "
+        "refresh (by default such a refresh stops before Spark starts: pipelines/unchanged.py)",
     )
     p.add_argument(
         "--wait",

@@ -107,6 +107,16 @@ def run_refresh(
     return report
 
 
+def left_nothing_to_retry(cfg: Config, report: RefreshReport) -> bool:
+    """Whether the next refresh, finding the same files, would have nothing to do: every layer ran, no
+    alert is left pending and nothing is left unpublished (pipelines/unchanged.py records it)."""
+    if tuple(report.layers) != LAYERS:
+        return False
+    if cfg.settings.alerts.on_refresh and (report.alerts is None or report.alerts.pending):
+        return False
+    return not (cfg.settings.tableau.publish_on_refresh and report.published is None)
+
+
 def send_alerts_after_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
     """``auditlake alerts`` after the gold layer, built or skipped (so alerts left pending by a receiver
     that was down go out with the next refresh). A failure is printed and never fails the refresh: the

@@ -83,11 +83,19 @@ def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_s
     fig = {
         "events": 20_000,
         "delivery": 400,
-        "runs": [run("first load", 400.0), run("nothing new", 60.0), delivered, run("nothing new, again", 50.0)],
+        "runs": [
+            run("first load", 400.0),
+            run("nothing new", 1.5),
+            run("nothing new, --force", 60.0),
+            delivered,
+            run("nothing new, again", 1.2),
+        ],
     }
     fig["warm"] = [("nothing new (the process's first run)", 25.0), ("+400 events", 80.0)]
     text = render_refresh(fig, load_config("test"))
-    assert "**3.0x**" in text  # 150 / min(60, 50)
+    assert "**2.5x**" in text  # 150 / 60, the run of every layer with nothing new
+    assert "one that stops before Spark (the faster of the two): 125x" in text  # 150 / min(1.5, 1.2)
+    assert "nothing new: **1.2 s**" in text
     assert "| +400 events | **80.0** |" in text  # the same run in a warm `refresh --every` process
     assert "- 98.0 s: `gold: 105 pass, 39 success in 98.0s`" in text
     assert "39 models 300 thread-s, 105 tests 200 thread-s" in text

@@ -2,7 +2,8 @@
 
 The wheel is built from the files git would ship (a copy of them, so no stale build/ folder of the
 checkout can hide a missing file), installed into a fresh venv, and run from another folder:
-``auditlake registry``, then a small refresh of every layer with an environment file of one's own.
+``auditlake registry``, then a small refresh of every layer with an environment file of one's own,
+and the next one, which finds nothing new before Spark starts.
 The fresh venv takes the pinned stack (Spark, dbt, GX) from this venv through a .pth line, not a
 second download; ``pipelines`` and ``devtools`` come from the wheel only.
 """
@@ -128,6 +129,11 @@ def test_the_installed_product_runs_from_another_folder(installed, tmp_path):
     # no Write-Back export here: its tables are made empty, so gold builds
     assert "writeback bronze: skipped (no export file" in out and "writeback silver: 0 bronze rows" in out
     assert (work / "lake" / "warehouse").is_dir() and (work / "lake" / "dbt" / "target" / "manifest.json").is_file()
+    # the next hourly run, nothing new: told from the file system, in a process that starts no JVM
+    again = _run([auditlake, "--env", "mine.yaml", "refresh"], work, env)
+    assert "refresh: nothing new since refresh" in again and "Spark not started" in again, again
+    jvm_starts = "WARNING: Using incubator modules"  # what the JVM says first as it starts
+    assert jvm_starts in out and jvm_starts not in again
     # the installed package is read, never written (dbt's output went beside the lake)
     assert {
         p: p.stat().st_mtime_ns for p in (site / "pipelines").rglob("*") if p.is_file() and "__pycache__" not in p.parts

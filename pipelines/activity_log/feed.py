@@ -146,10 +146,18 @@ def quiet_sites(spark: SparkSession, cfg: Config) -> list[dict]:
     return [r.asDict() for r in rows]
 
 
-def log_quiet_sites(spark: SparkSession, cfg: Config, log=print) -> None:
+def quiet_site_lines(spark: SparkSession, cfg: Config) -> list[str]:
+    """One line per quiet site, as a refresh prints them."""
+    lines = []
     for site in quiet_sites(spark, cfg):
         who = f"site {site['site_luid']}" if site["family"] == "site" else "the tenant feed"
-        log(
+        lines.append(
             f"feed: {who} has gone quiet: no delivery since {site['last_delivery_hour']:%Y-%m-%d %H:00} UTC, "
             f"{site['gap_hours']} hours in which it usually delivers (gold.rpt_feed_gaps)"
         )
+    return lines
+
+
+def log_quiet_sites(spark: SparkSession, cfg: Config, log=print) -> None:
+    for line in quiet_site_lines(spark, cfg):
+        log(line)
