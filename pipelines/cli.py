@@ -176,13 +176,18 @@ def refresh(
     with refresh_lock(cfg, wait_seconds=wait, log=log):
         verdict = _what_changed(cfg, layers, source)
         if verdict is not None and verdict.nothing_new and not (force or summary):
-            _say_nothing_new(verdict, started)
+            _say_nothing_new(cfg, verdict, started)
             return True
         unchanged.forget(cfg)  # a run that fails or is killed leaves no record behind
-        if verdict is not None and verdict.old_days and not full_listing:
+        if verdict is not None and not full_listing and (verdict.record is None or verdict.old_days):
+            # what the last runs' listings skipped is known only from a record: without one, every folder
             log(
-                f"refresh: files changed in date folders older than the listing's window "
-                f"({', '.join(verdict.old_days[:3])}): bronze walks every folder"
+                "refresh: bronze walks every folder: "
+                + (
+                    f"files changed in date folders older than the listing's window ({', '.join(verdict.old_days[:3])})"
+                    if verdict.record
+                    else "no complete refresh is recorded"
+                )
             )
             full_listing = True
         return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict)
@@ -205,7 +210,10 @@ def _what_changed(cfg: Config, layers: list[str], source: Path | None):
     return verdict
 
 
-def _say_nothing_new(verdict, started: float) -> None:
+def _say_nothing_new(cfg: Config, verdict, started: float) -> None:
+    from pipelines.analyst.launch import secure_lake
+
+    secure_lake(cfg)  # as every refresh does: a folder another command made is the owner's alone
     record = verdict.record
     log(
         f"refresh: nothing new since refresh {record['run_id']} ({record['recorded_at']}): the "
@@ -221,18 +229,22 @@ def _refresh_in_spark(
     cfg: Config, layers: list[str], source: Path | None, full_listing: bool, summary: bool, started: float, verdict
 ) -> bool:
     from pipelines import unchanged
+    from pipelines.activity_log.bronze.land import listing_window_start
     from pipelines.activity_log.feed import quiet_site_lines
     from pipelines.refresh import left_nothing_to_retry, run_refresh
     from pipelines.spark_session import build_spark
 
     spark = build_spark(cfg)
     report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
-    if verdict is not None and left_nothing_to_retry(cfg, report):
-        unchanged.record(cfg, verdict.inputs, report.run_id, quiet_site_lines(spark, cfg))
-    if summary:  # reads every table whole: a look at the lake, not a cost for every run
-        return print_summary(spark, cfg, started)
-    log(f"time taken: {time.monotonic() - started:.1f}s")
-    return True
+    # with --summary, recorded only once the lake balances (a run that exits 1 is run again in full)
+    balanced = print_summary(spark, cfg, started) if summary else True
+    if verdict is not None and balanced and left_nothing_to_retry(cfg, report):
+        unchanged.record(
+            cfg, verdict.inputs, report.run_id, quiet_site_lines(spark, cfg), listing_window_start(spark, cfg)
+        )
+    if not summary:
+        log(f"time taken: {time.monotonic() - started:.1f}s")
+    return balanced
 
 
 def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:

@@ -6,34 +6,37 @@ nothing to retry records what it read in ``<data_dir>/refresh_inputs.json``:
 
 - the landing files (path, size, modification time, readability), one digest per date folder;
 - the Write-Back export file (size and time), when that is the source;
-- the lake as the run left it: every Delta table's newest commit (warehouse and analysts' copies)
-  and the checkpoint files;
+- the lake as the run left it: every Delta table's newest commit (warehouse and analysts' copies),
+  the checkpoint files, the Derby metastore's files, and the Hyper export when a refresh publishes;
 - the configuration as loaded, a digest of the pseudonym key, and the code, dbt project, expectations
-  and versions of the stack the run used.
+  and versions of the stack the process runs.
 
 The next ``auditlake refresh`` computes the same from the file system alone (no Spark, a fraction of
 a second) and stops when nothing differs. The landing's part is taken before the run starts, so a file
 that arrives during a run is new to the next one; the lake's part after the run's last write. The
 record is removed as any refresh starts, so a refresh that fails or is killed leaves none behind.
 
-When it does differ, what changed is said in one line, and a change in a date folder older than the
-listing's window (``bronze.listing.lookback_days``) makes bronze walk every folder: a file dropped into
-an old folder lands on the next run, not on the ``full_every_runs``-th.
+When it does differ, what changed is said in one line, and bronze walks every folder when a date
+folder older than the next listing's window changed (the window's first day is recorded), or when
+there is no record (what earlier listings skipped is unknown): a file dropped into an old folder
+lands on that run, not on the ``full_every_runs``-th.
 
 Never told this way (every refresh starts Spark): a Write-Back source read over JDBC (only the
-database knows whether it has new rows), a landing, warehouse, checkpoint or analysts' location that
-is a URI (S3), ``--source``, and a last run that left an alert pending or a publish unsent.
+database knows whether it has new rows), a location that is a URI (S3), the PostgreSQL metastore
+(shared with other processes), ``--source``, and after a run that left an alert pending or a publish
+unsent.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -111,6 +114,13 @@ def tree_state(root: str) -> tuple[str, int]:
     return _digest(sorted(parts, key=repr)), tables
 
 
+@functools.cache
+def _code_digest() -> str:
+    """Once per process: a ``refresh --every`` process keeps the code it started with (the registry is
+    read once), so a deploy after its start must not be recorded as what it ran."""
+    return _files_digest([PACKAGE_DIR, CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR])
+
+
 def _files_digest(roots: list[Path]) -> str:
     h = hashlib.sha256()
     for root in roots:
@@ -139,6 +149,8 @@ def not_told(cfg: Config, source: Path | None) -> str | None:
         return "--source names another landing folder"
     if cfg.settings.writeback.source == "jdbc":
         return "the Write-Back source is read over JDBC"
+    if cfg.settings.metastore.kind != "derby":
+        return "the metastore is shared (other processes may change it while no refresh runs)"
     uris = [
         name
         for name, location in (
@@ -197,7 +209,7 @@ def current_inputs(cfg: Config) -> Inputs:
         "writeback": _writeback_file(cfg),
         "config": _digest([cfg.env, json.dumps(cfg.values, sort_keys=True, default=str)]),
         "pseudonym_key": _key_digest(cfg),
-        "code": _files_digest([PACKAGE_DIR, CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR]),
+        "code": _code_digest(),
         "stack": _stack_versions(),
     }
     return Inputs(landing, files, other)
@@ -205,14 +217,16 @@ def current_inputs(cfg: Config) -> Inputs:
 
 def lake_state(cfg: Config) -> dict:
     """The lake as a run left it: its tables' newest commits, the checkpoints, the analysts' copies."""
-    out = {}
-    for name, location in (
+    locations = [
         ("warehouse", cfg.warehouse_dir),
         ("checkpoints", cfg.checkpoint_dir),
         ("analyst", cfg.analyst_dir),
-    ):
-        out[name], _tables = tree_state(_local(location))
-    return out
+        ("metastore", str(cfg.metastore_dir)),  # a dropped view or table the refresh would make again
+    ]
+    if cfg.settings.tableau.publish_on_refresh:  # the export a refresh brings up to date, and its marks
+        hyper = cfg.path("hyper.out_dir") if cfg.settings.hyper.out_dir else cfg.data_dir / "hyper"
+        locations.append(("hyper export", str(hyper)))
+    return {name: tree_state(_local(location))[0] for name, location in locations}
 
 
 def _record_path(cfg: Config) -> Path:
@@ -232,14 +246,16 @@ def forget(cfg: Config) -> None:
     _record_path(cfg).unlink(missing_ok=True)
 
 
-def record(cfg: Config, inputs: Inputs, run_id: str, notes: list[str]) -> None:
+def record(cfg: Config, inputs: Inputs, run_id: str, notes: list[str], listing_from: date | None) -> None:
     """After a refresh of every layer that left nothing to retry: what it read, and the lake as it
     left it. ``notes``: lines a refresh prints whatever it finds (the quiet sites), printed again by
-    the runs the record stops."""
+    the runs the record stops. ``listing_from``: the first day an ordinary listing of the next run
+    walks (bronze's cut-off, from the ledger's newest day), None for every day."""
     body = {
         "version": RECORD_VERSION,
         "run_id": run_id,
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "listing_from": listing_from.isoformat() if listing_from else None,
         "inputs": inputs.as_json(),
         "lake": lake_state(cfg),
         "notes": notes,
@@ -282,7 +298,7 @@ def check(cfg: Config) -> Verdict:
         )
         if days:
             verdict.changed.append(f"the landing files ({_days_text(days)})")
-            verdict.old_days = _older_than_window(days, before["landing"], cfg.settings.bronze.listing.lookback_days)
+            verdict.old_days = [d for d in days if d != UNDATED and d < (last.get("listing_from") or "")]
         for key, value in inputs.other.items():
             if before["other"].get(key) != value:
                 verdict.changed.append(_NAMES.get(key, f"the {key}"))
@@ -295,13 +311,3 @@ def check(cfg: Config) -> Verdict:
 def _days_text(days: list[str]) -> str:
     shown = ", ".join(days[:3]) + (f" and {len(days) - 3} more" if len(days) > 3 else "")
     return f"date folder{'s' if len(days) > 1 else ''} {shown}"
-
-
-def _older_than_window(days: list[str], before: dict[str, str], lookback_days: int) -> list[str]:
-    """The changed days an ordinary listing would not walk: older than the newest recorded day minus
-    the lookback (bronze's cut-off counts from the newest landed day, which is at most that)."""
-    dated = [d for d in before if d != UNDATED]
-    if not dated:
-        return []
-    cutoff = date.fromisoformat(max(dated)) - timedelta(days=lookback_days)
-    return [d for d in days if d != UNDATED and date.fromisoformat(d) < cutoff]

@@ -58,7 +58,7 @@ def test_a_check_names_what_changed_and_the_old_date_folders(tmp_path):
     generate_activity_log(landing, 40, seed=3, days=2)
     first = unchanged.check(cfg)
     assert not first.nothing_new and first.changed == ["no complete refresh recorded"]
-    unchanged.record(cfg, first.inputs, "run-1", ["feed: a note"])
+    unchanged.record(cfg, first.inputs, "run-1", ["feed: a note"], DEFAULT_START.date())
     again = unchanged.check(cfg)
     assert again.nothing_new and again.record["run_id"] == "run-1" and again.record["notes"] == ["feed: a note"]
     # a delivery into a date folder older than the listing's window, and another configuration
@@ -96,14 +96,14 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
 ):
     """The command's wiring, Spark and the layers stubbed to stop where they would start (a whole
     refresh records and the next one stops before Spark in tests/test_wheel.py)."""
+    from pipelines import cli, spark_session
     from pipelines import refresh as refresh_module
-    from pipelines import spark_session
     from pipelines.cli import main
 
     use_variant(monkeypatch, tmp_path, "wiring")
     cfg = load_config("test")
     generate_activity_log(cfg.path("paths.landing_dir"), 40, seed=5, days=2)
-    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-1", ["feed: site s has gone quiet"])
+    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-1", ["feed: site s has gone quiet"], DEFAULT_START.date())
     command = ["--env", "test", "refresh"]
 
     monkeypatch.setattr(spark_session, "build_spark", _stop)
@@ -115,12 +115,29 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     assert main([*command, "--force"]) != 0 and "stopped by the test" in capsys.readouterr().err
     assert unchanged.recorded(cfg) is None  # a run that fails leaves no record: the next one runs every layer
 
-    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-2", [])
-    generate_activity_log(cfg.path("paths.landing_dir"), 10, seed=6, days=1, start=DEFAULT_START - timedelta(days=30))
     asked = {}
     monkeypatch.setattr(spark_session, "build_spark", lambda _cfg: None)
     monkeypatch.setattr(refresh_module, "run_refresh", lambda *a, **k: asked.update(k) or _stop())
+    assert main(command) != 0  # no record: what earlier listings skipped is unknown, so every folder
+    assert "bronze walks every folder: no complete refresh is recorded" in capsys.readouterr().out
+    assert asked["full_listing"] is True
+
+    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-2", [], DEFAULT_START.date())
+    generate_activity_log(cfg.path("paths.landing_dir"), 10, seed=6, days=1, start=DEFAULT_START - timedelta(days=30))
+    asked.clear()
     assert main(command) != 0
     out = capsys.readouterr().out
     assert "changed since refresh run-2: the landing files (date folder " in out
     assert "bronze walks every folder" in out and asked["full_listing"] is True
+
+    # with --summary, recorded only when the lake balances (else it exits 1 and the next run is in full)
+    from pipelines.activity_log import feed
+    from pipelines.activity_log.bronze import land
+
+    monkeypatch.setattr(refresh_module, "run_refresh", lambda *a, **k: RefreshReport("run-3", list(LAYERS)))
+    monkeypatch.setattr(feed, "quiet_site_lines", lambda *a: [])
+    monkeypatch.setattr(land, "listing_window_start", lambda *a: None)
+    for balanced in (True, False):
+        monkeypatch.setattr(cli, "print_summary", lambda *a, b=balanced: b)
+        assert main([*command, "--summary"]) == (0 if balanced else 1)
+        assert (unchanged.recorded(cfg) or {}).get("run_id") == ("run-3" if balanced else None)

@@ -86,7 +86,18 @@ def _listing_plan(cfg: Config, state: dict, newest: date | None, root: str, full
     since_full = state.get("listings", {}).get(root, {}).get("runs_since_full")
     if full or newest is None or since_full is None or since_full + 1 >= cfg.settings.bronze.listing.full_every_runs:
         return None
+    return _window_start(cfg, newest)
+
+
+def _window_start(cfg: Config, newest: date) -> date:
     return newest - timedelta(days=cfg.settings.bronze.listing.lookback_days)
+
+
+def listing_window_start(spark: SparkSession, cfg: Config) -> date | None:
+    """The first day the next ordinary listing walks (older date folders wait for a full one); None:
+    the next listing walks every folder (nothing landed yet)."""
+    newest = ledger.newest_path_date(spark, tables(cfg))
+    return None if newest is None else _window_start(cfg, newest)
 
 
 def _spark_path(path: str) -> str:
