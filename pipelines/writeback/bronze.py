@@ -170,6 +170,13 @@ def _advance_watermarks(
     spark.createDataFrame(records, _WATERMARK_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
 
 
+def _make_empty(spark: SparkSession, table: str, run_id: str) -> None:
+    """A lake's first run with no Write-Back rows to land: the table made empty, so silver's and gold's
+    write-back tables are empty, not missing (gold builds; its write-back marts have no rows)."""
+    if not spark.catalog.tableExists(table):
+        _land(spark, table, no_rows(spark), run_id)
+
+
 def land_writeback(
     spark: SparkSession, cfg: Config, run_id: str, log=print, full_scan: bool = False, environ=None
 ) -> WritebackLanding:
@@ -191,10 +198,7 @@ def land_writeback(
     ensure_schema(spark, t.ops_schema)
     if result.skipped_reason:
         log(f"writeback bronze: skipped ({result.skipped_reason})")
-        # the table made empty: silver's and gold's write-back tables are then empty, not missing (a
-        # lake without Write-Back builds gold; its write-back marts have no rows)
-        if not spark.catalog.tableExists(t.writeback_raw):
-            _land(spark, t.writeback_raw, no_rows(spark), run_id)
+        _make_empty(spark, t.writeback_raw, run_id)
         return result
     if kind == "file":
         path = cfg.path("writeback.file.path")
@@ -203,7 +207,9 @@ def land_writeback(
         result.databases = [DatabaseLanding(role, str(path), *counts[role]) for role in sorted(counts)]
     else:
         rows = _read_databases(spark, cfg, result, full_scan, environ, log)
-        if rows is not None:
+        if rows is None:  # no database could be read (result.errors): the refresh ends in error after the rest
+            _make_empty(spark, t.writeback_raw, run_id)
+        else:
             counts = _land(spark, t.writeback_raw, rows, run_id)
             for d in result.databases:
                 d.rows_read, d.rows_landed = counts.get(d.database, (0, 0))
