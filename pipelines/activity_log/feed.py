@@ -8,11 +8,14 @@ happened), or the hour the file landed for a path without one. Tenant rows have 
 
 After each silver step the rows promoted since the table's watermark (``through_ingest_ts``,
 the newest ``silver_ingest_ts`` counted, kept in the same commit as the figures) are added in one
-MERGE: nothing new, no commit. gold's ``rpt_feed_gaps`` (dbt) finds the hours a site usually
-delivers in but did not; the refresh prints a line for each site that has been quiet since.
+MERGE for both families: nothing new, no commit. gold's ``rpt_feed_gaps`` (dbt) finds the hours
+a site usually delivers in but did not; the refresh prints a line for each site that has been
+quiet since.
 """
 
 from __future__ import annotations
+
+from functools import reduce
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -69,42 +72,54 @@ def _new_rows(spark: SparkSession, cfg: Config, family: str, events: DataFrame) 
 
 
 def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int:
-    """Add the silver rows promoted since the last update; -> how many."""
+    """Add the silver rows promoted since the last update, both families in one MERGE; -> how many."""
     t = tables(cfg)
     create_table_if_missing(spark, t.feed_completeness, COMPLETENESS_SCHEMA)
-    target = spark.table(t.feed_completeness)
-    added = 0
+    marks = {
+        r["family"]: r["through"]
+        for r in spark.table(t.feed_completeness)
+        .groupBy("family")
+        .agg(F.max("through_ingest_ts").alias("through"))
+        .collect()
+    }
+    parts = []
     for family in FAMILIES:
-        since = target.where(F.col("family") == family).agg(F.max("through_ingest_ts")).first()[0]
-        events = _promoted_since(spark, cfg, family, since)
+        events = _promoted_since(spark, cfg, family, marks.get(family))
         # nothing promoted since: decided from silver's file statistics, before joining the ledger
         through = None if events is None else events.agg(F.max("silver_ingest_ts")).first()[0]
-        if through is None:
-            continue
-        rows = _new_rows(spark, cfg, family, events).persist()
-        try:
-            lag = (F.unix_timestamp(F.coalesce("processed", "landed")) - F.unix_timestamp("event_time")).cast("double")
-            figures = (
-                rows.withColumn("delivery_hour", _delivery_hour(F.col("source_file"), F.col("landed")))
-                .withColumn("lag", lag)
-                .groupBy("site_luid", "delivery_hour")
-                .agg(
-                    F.countDistinct("source_file").alias("files"),
-                    F.count(F.lit(1)).alias("records"),
-                    F.min("event_time").alias("first_event_time"),
-                    F.max("event_time").alias("last_event_time"),
-                    F.count("lag").alias("lag_records"),
-                    F.sum("lag").alias("lag_seconds_sum"),
-                    F.max("lag").alias("lag_seconds_max"),
-                )
-                .select(F.lit(family).alias("family"), "*", F.lit(through).cast("timestamp").alias("through_ingest_ts"))
-            )
-            added += _merge(spark, t.feed_completeness, figures)
-        finally:
-            rows.unpersist()
+        if through is not None:
+            parts.append(_figures(spark, cfg, family, events, through))
+    if not parts:
+        return 0
+    figures = reduce(DataFrame.unionByName, parts).persist()
+    try:
+        added = _merge(spark, t.feed_completeness, figures)
+    finally:
+        figures.unpersist()
     if added:
         log(f"feed: {added} delivery hours updated in {t.feed_completeness}")
     return added
+
+
+def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame, through) -> DataFrame:
+    """One row per site and delivery hour of the promoted ``events``."""
+    rows = _new_rows(spark, cfg, family, events)
+    lag = (F.unix_timestamp(F.coalesce("processed", "landed")) - F.unix_timestamp("event_time")).cast("double")
+    return (
+        rows.withColumn("delivery_hour", _delivery_hour(F.col("source_file"), F.col("landed")))
+        .withColumn("lag", lag)
+        .groupBy("site_luid", "delivery_hour")
+        .agg(
+            F.countDistinct("source_file").alias("files"),
+            F.count(F.lit(1)).alias("records"),
+            F.min("event_time").alias("first_event_time"),
+            F.max("event_time").alias("last_event_time"),
+            F.count("lag").alias("lag_records"),
+            F.sum("lag").alias("lag_seconds_sum"),
+            F.max("lag").alias("lag_seconds_max"),
+        )
+        .select(F.lit(family).alias("family"), "*", F.lit(through).cast("timestamp").alias("through_ingest_ts"))
+    )
 
 
 def _merge(spark: SparkSession, table: str, figures: DataFrame) -> int:
