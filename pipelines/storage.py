@@ -21,6 +21,13 @@ def is_uri(location: str) -> bool:
     return bool(_SCHEME.match(location)) and not re.match(r"^[A-Za-z]:[\\/]", location)
 
 
+def local_path(location: str) -> str | None:
+    """The local file system path of a plain path or a ``file:`` URI; None for any other scheme."""
+    if location.startswith("file:"):
+        return "/" + location[len("file:") :].lstrip("/")
+    return None if is_uri(location) else location
+
+
 def join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *(p.strip("/") for p in parts)])
 

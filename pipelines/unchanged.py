@@ -82,7 +82,7 @@ def _newest_commit(log_dir: str) -> tuple[str, int] | None:
     newest = None
     with os.scandir(log_dir) as entries:
         for entry in entries:
-            stem, dot, suffix = entry.name.partition(".")
+            stem, _, suffix = entry.name.partition(".")
             if suffix == "json" and stem.isdigit() and (newest is None or stem > newest.name.partition(".")[0]):
                 newest = entry
     return (newest.name, newest.stat().st_mtime_ns) if newest else None
@@ -159,13 +159,9 @@ def not_told(cfg: Config, source: Path | None) -> str | None:
             ("paths.checkpoint_dir", cfg.checkpoint_dir),
             ("analyst.dir", cfg.analyst_dir),
         )
-        if storage.is_uri(location) and not location.startswith("file:")
+        if storage.local_path(location) is None
     ]
     return f"{', '.join(uris)} not local" if uris else None
-
-
-def _local(location: str) -> str:
-    return "/" + location[len("file:") :].lstrip("/") if location.startswith("file:") else location
 
 
 def _writeback_file(cfg: Config) -> list:
@@ -226,7 +222,7 @@ def lake_state(cfg: Config) -> dict:
     if cfg.settings.tableau.publish_on_refresh:  # the export a refresh brings up to date, and its marks
         hyper = cfg.path("hyper.out_dir") if cfg.settings.hyper.out_dir else cfg.data_dir / "hyper"
         locations.append(("hyper export", str(hyper)))
-    return {name: tree_state(_local(location))[0] for name, location in locations}
+    return {name: tree_state(storage.local_path(location))[0] for name, location in locations}
 
 
 def _record_path(cfg: Config) -> Path:

@@ -363,11 +363,13 @@ def test_storage_locations_take_uris_paths_or_default_under_data_dir():
 
 
 def test_storage_uri_recognition():
-    from pipelines.storage import is_uri, join
+    from pipelines.storage import is_uri, join, local_path
 
     assert is_uri("s3a://b/x") and is_uri("file:/tmp/x") and is_uri("abfss://c@a.dfs.core.windows.net/x")
     assert not is_uri("/tmp/x") and not is_uri("data/landing") and not is_uri("C:\\lake")
     assert join("s3a://b/lake/", "site") == "s3a://b/lake/site"
+    assert local_path("file:///tmp/x") == local_path("file:/tmp/x") == "/tmp/x" and local_path("data/x") == "data/x"
+    assert local_path("s3a://b/x") is None
 
 
 def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_long():

@@ -91,8 +91,7 @@ def _walk_hadoop(spark: SparkSession, root: str, cutoff: date | None) -> Iterato
 
 def list_landing(spark: SparkSession, root: str, cutoff: date | None = None) -> list[ListedFile]:
     """Every file under ``root`` (``cutoff``: skip date folders wholly older than that day)."""
-    if storage.is_uri(root) and not root.startswith("file:"):
+    local = storage.local_path(root)
+    if local is None:
         return sorted(_walk_hadoop(spark, root, cutoff), key=lambda f: f.relative)
-    local = root[len("file:") :].lstrip("/") if root.startswith("file:") else root
-    local = "/" + local if root.startswith("file:") else local
     return sorted(_walk_local(os.path.abspath(local), cutoff), key=lambda f: f.relative)
