@@ -107,6 +107,23 @@ def test_incremental_marts_equal_a_full_refresh_and_a_rerun_changes_nothing(spar
         assert fingerprint(spark.table(f"{gold}.{name}")) == incremental[name], f"{name} differs"
 
 
+def test_appended_marts_are_the_event_facts_and_hold_each_event_once(spark, gold_lake):
+    """The facts of one row per event append a delivery's rows instead of merging them (no MERGE reads the
+    mart's history): after the gold lake's two builds, each holds every key once, over all of its rows
+    (a build's data tests see only the rows it added)."""
+    manifest = json.loads((dbt_target_dir() / "manifest.json").read_text(encoding="utf-8"))
+    appended = {
+        n["name"]: (f"{n['schema']}.{n['alias']}", n["config"].get("unique_key"))
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "model" and n["config"].get("incremental_strategy") == "append"
+    }
+    assert set(event_marts()) <= set(appended), "an event fact merges"
+    for name, (table, key) in appended.items():
+        assert key, f"{name}: an appended mart names its key (tests, the Hyper export)"
+        figures = spark.table(table).agg(F.count("*").alias("rows"), F.countDistinct(key).alias("keys")).first()
+        assert figures["rows"] == figures["keys"] > 0, f"{name}: {figures}"
+
+
 def test_a_fingerprint_tells_a_changed_added_or_dropped_row(spark):
     rows = spark.createDataFrame([(1, "a", {"k": "v"}), (2, "b", None)], "id int, name string, tags map<string,string>")
     same = spark.createDataFrame([(2, "b", None), (1, "a", {"k": "v"})], rows.schema)  # another order

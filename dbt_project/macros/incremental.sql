@@ -1,7 +1,11 @@
 {#
   Incremental marts read only the silver rows promoted since their last run: silver is
   append-only and every batch stamps silver_ingest_ts, so rows newer than the mart's newest are
-  exactly the new ones. The merge on the mart's unique key keeps a re-delivered row single.
+  exactly the new ones. A mart of one row per event appends them (incremental_strategy='append'):
+  silver holds each event once (a re-delivered one is set aside as a duplicate, in any batch), and
+  the mark is the mart's own, so no row comes twice, and the mart's history is never read, as a
+  MERGE reads it to find matches. A mart whose rows change (a job, a session, a dimension) merges
+  on its unique key.
   The mart's newest timestamp is looked up first and written into the query as a literal: a
   scalar subquery is only known once the query runs, too late for Spark to push it into the
   silver scans (Parquet row-group skipping), so every run would read all of silver's history.
@@ -24,7 +28,7 @@
         the new ones (tests_since, which a refresh passes); without it, all of silver. As for any
         incremental mart, a changed definition (a new event type in its group, a column staging
         exposes for the first time) reaches older rows only with `--full-refresh`. -#}
-    {%- set newest = newest or var('tests_since', none) -%}
+    {%- set newest = newest or run_input('tests_since') -%}
     {{ return("timestamp '" ~ newest ~ "'" if newest else floor) }}
 {% endmacro %}
 

@@ -1,11 +1,11 @@
 {#
   The rows a data test reads (dbt's get_where_subquery, overridden for this project).
 
-  A refresh passes tests_since: when the last successful gold build started. The tests of the
+  A refresh passes tests_since (macros/run_inputs.sql): when the last successful gold build started. The tests of the
   staging views over silver and of the incremental marts then check only the rows promoted to silver since
   (silver_ingest_ts): older rows were tested by that build, and a row arriving again under an
   old key is merged on the key, not added (the silver -> gold reconciliation counts it). A plain
-  `dbt build`, a --full-refresh and the first gold build pass no var and test every row. Tests
+  `dbt build`, a --full-refresh and the first gold build pass none and test every row. Tests
   of the tables rebuilt whole (dimensions, reports) always read every row. A test's own `where`
   config still applies.
 #}
@@ -15,7 +15,7 @@
     {%- if where -%}
         {%- do conditions.append('(' ~ where ~ ')') -%}
     {%- endif -%}
-    {%- set since = var('tests_since', none) -%}
+    {%- set since = run_input('tests_since') -%}
     {%- if since and tested_by_new_rows(relation) -%}
         {%- do conditions.append("silver_ingest_ts > timestamp '" ~ since ~ "'") -%}
     {%- endif -%}

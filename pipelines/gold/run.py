@@ -20,6 +20,9 @@ from pipelines.config import Config
 from pipelines.errors import CheckFailed, UsageError
 from pipelines.project import DBT_DIR, INSTALLED
 
+# a build's inputs that change every build, for dbt's macros (macros/run_inputs.sql reads this name)
+RUN_INPUTS_ENV = "AUDITLAKE_DBT_RUN"
+
 
 class GoldError(CheckFailed):
     """dbt reported a failed model or test."""
@@ -44,8 +47,10 @@ def _detection_vars(detections: dict) -> dict:
     return out
 
 
-def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
-    out = {
+def dbt_vars(cfg: Config) -> dict:
+    """conf -> dbt vars: the same on every build (a var that changes makes dbt parse the whole project
+    again; what changes per build goes in the environment: ``run_inputs``)."""
+    return {
         "silver_schema": cfg.settings.silver.schema,
         "failed_login_burst_failures": cfg.settings.gold.failed_login_burst.failures,
         "failed_login_burst_window_minutes": cfg.settings.gold.failed_login_burst.window_minutes,
@@ -56,9 +61,13 @@ def dbt_vars(cfg: Config, tests_since: str | None = None) -> dict:
         "feed_usual_share": cfg.settings.feed.usual_share,
         "feed_report_days": cfg.settings.feed.report_days,
     }
-    if tests_since:  # staging and incremental-mart tests check rows promoted after this (macros/test_scope.sql)
-        out["tests_since"] = tests_since
-    return out
+
+
+def run_inputs(tests_since: str | None = None) -> str:
+    """What one build needs that changes every build, as the JSON dbt's macros read from ``RUN_INPUTS_ENV``
+    (macros/run_inputs.sql): ``tests_since``, the staging and incremental-mart tests check the rows
+    promoted after it (macros/test_scope.sql), and an empty incremental mart reads from it."""
+    return json.dumps({"tests_since": tests_since} if tests_since else {})
 
 
 def _dbt_output(variable: str, folder: str, cfg: Config | None) -> Path:
@@ -98,9 +107,14 @@ def _split_vars(args: list[str]) -> tuple[list[str], dict]:
 
 
 def run_dbt(
-    spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True, tests_since: str | None = None
+    spark: SparkSession,
+    cfg: Config,
+    args: list[str],
+    raise_on_failure: bool = True,
+    tests_since: str | None = None,
 ) -> GoldResult:
-    """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session)."""
+    """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session); ``tests_since``:
+    see ``run_inputs``."""
     from dbt.cli.main import dbtRunner  # heavy: only when gold runs
 
     assert SparkSession.getActiveSession() is spark or SparkSession.getActiveSession() is None
@@ -112,6 +126,7 @@ def run_dbt(
         # as environment, not flags: a command that has no such flag (dbt debug) ignores it
         "DBT_TARGET_PATH": str(dbt_target_dir(cfg)),
         "DBT_LOG_PATH": str(dbt_log_dir(cfg)),
+        RUN_INPUTS_ENV: run_inputs(tests_since),
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -125,7 +140,7 @@ def run_dbt(
                 "--profiles-dir",
                 str(DBT_DIR),
                 "--vars",
-                json.dumps({**dbt_vars(cfg, tests_since), **given}),
+                json.dumps({**dbt_vars(cfg), **given}),
             ]
         )
     finally:

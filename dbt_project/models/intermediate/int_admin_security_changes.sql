@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
+{{ config(materialized='incremental', incremental_strategy='append', unique_key='event_id') }}
 
 -- Administrators' security changes (event group admin_security_changes, site and Cloud Manager
 -- events) in one shape, kept incrementally: each delivery's new events are merged in, so that

@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
+{{ config(materialized='incremental', incremental_strategy='append', unique_key='event_id') }}
 
 -- Every permission event in one shape. set_permissions replaced create_permissions and
 -- update_permissions in October 2024: the older two are kept, flagged is_deprecated_event.

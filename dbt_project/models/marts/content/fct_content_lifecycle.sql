@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id',
+{{ config(materialized='incremental', incremental_strategy='append', unique_key='event_id',
           on_schema_change='append_new_columns') }}
 
 with lifecycle_events as (

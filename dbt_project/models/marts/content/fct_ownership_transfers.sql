@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
+{{ config(materialized='incremental', incremental_strategy='append', unique_key='event_id') }}
 
 -- content_owner_change and the hist_change_*_ownership events in one shape. Tableau writes both
 -- for workbooks, data sources, flows and projects: source_event_type tells them apart.

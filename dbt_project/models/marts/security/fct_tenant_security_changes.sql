@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='merge', unique_key='event_id') }}
+{{ config(materialized='incremental', incremental_strategy='append', unique_key='event_id') }}
 
 with security_events as (
     {{ mart_events('tenant', [
