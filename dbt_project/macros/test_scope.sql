@@ -1,10 +1,12 @@
 {#
   The rows a data test reads (dbt's get_where_subquery, overridden for this project).
 
-  A refresh passes tests_since (macros/run_inputs.sql): when the last successful gold build started. The tests of the
-  staging views over silver and of the incremental marts then check only the rows promoted to silver since
-  (silver_ingest_ts): older rows were tested by that build, and a row arriving again under an
-  old key is merged on the key, not added (the silver -> gold reconciliation counts it). A plain
+  A refresh passes tests_since (macros/run_inputs.sql): when the last successful gold build
+  started. The tests of the staging views over silver and of the incremental marts then check
+  only the rows promoted to silver since (silver_ingest_ts): older rows were tested by that build.
+  A row arriving again under an old key never reaches a mart twice: silver sets a re-delivered
+  event aside as a duplicate (so an event fact, which appends, takes it once), and a mart whose
+  rows change merges on its key (the silver -> gold reconciliation counts both). A plain
   `dbt build`, a --full-refresh and the first gold build pass none and test every row. Tests
   of the tables rebuilt whole (dimensions, reports) always read every row. A test's own `where`
   config still applies.

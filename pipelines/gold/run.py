@@ -107,11 +107,7 @@ def _split_vars(args: list[str]) -> tuple[list[str], dict]:
 
 
 def run_dbt(
-    spark: SparkSession,
-    cfg: Config,
-    args: list[str],
-    raise_on_failure: bool = True,
-    tests_since: str | None = None,
+    spark: SparkSession, cfg: Config, args: list[str], raise_on_failure: bool = True, tests_since: str | None = None
 ) -> GoldResult:
     """``dbt <args>`` on this process's SparkSession (``spark`` must be the active session); ``tests_since``:
     see ``run_inputs``."""
