@@ -58,6 +58,11 @@
     {#- the one name looked up, not adapter.get_relation: that lists the whole schema (`show table
         extended`), which for silver's ~250 event views took 27 s; describing a missing table instead
         would log Spark's error -#}
+    {#- the pipeline's target always has silver (a gold build requires it); another target (plain `dbt`,
+        sqlfluff's templater on a fresh clone) may not, and `show tables in` a missing schema fails -#}
+    {%- if target.name != 'pipeline' and run_query("show databases like '" ~ relation.schema ~ "'").rows | length == 0 -%}
+        {{ return([]) }}
+    {%- endif -%}
     {%- set found = run_query("show tables in " ~ relation.schema ~ " like '" ~ relation.identifier ~ "'") -%}
     {%- if found.rows | length == 0 -%}
         {{ return([]) }}
