@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from pipelines.activity_log import bronze
 from pipelines.config import load_config
-from pipelines.entity_snapshots.silver import APPLIED, LATE, PENDING, promote_snapshots
+from pipelines.entity_snapshots.silver import APPLIED, COMMIT_MARK, LATE, PENDING, promote_snapshots
 from pipelines.reconcile import reconcile_files, reconcile_snapshots
 from pipelines.refresh import new_run_id
 from pipelines.tables import tables
@@ -117,6 +117,29 @@ def test_every_file_lands_once_and_a_damaged_one_is_quarantined(spark, snapshot_
     assert landed.where(F.col("snapshot_site_luid") != SITE).count() == 0
     assert [p.hours_applied for p in first if p.entity_type == "users"] == [2]
     assert [p.hours_applied for p in second if p.entity_type == "users"] == [2]
+
+
+def test_a_run_records_every_types_hours_in_one_commit_and_a_history_merges_only_to_close(spark, snapshot_lake):
+    """The fixture's two runs: each records the hours of all its types in one commit and marks them
+    applied in one more; a history takes its first versions by an append and a MERGE only once a
+    version closes, each commit naming its run."""
+    cfg, _, first, second = snapshot_lake
+    t = tables(cfg)
+
+    def history(table):
+        rows = spark.sql(f"DESCRIBE HISTORY {table}").orderBy("version").collect()
+        return [(r["operation"], r["operationMetrics"], r["userMetadata"]) for r in rows]
+
+    hours = history(t.snapshot_hours)[1:5]  # the fixture's runs (later tests add to it)
+    assert [op for op, _, _ in hours] == ["WRITE", "UPDATE", "WRITE", "UPDATE"], hours
+    # the first run: two hours of users and one of group_members, in one append and one update
+    assert sorted(p.hours_applied for p in first) == [1, 2]
+    assert hours[0][1]["numOutputRows"] == hours[1][1]["numUpdatedRows"] == "3"
+    users = history(t.entity_history("users"))
+    assert [op for op, _, _ in users][1:3] == ["WRITE", "MERGE"], users
+    marks = [mark for _, _, mark in users[1:3]]
+    assert all(mark and mark.startswith(COMMIT_MARK) for mark in marks) and marks[0] != marks[1]
+    assert [p.versions_closed for p in second if p.entity_type == "users"] == [2]
 
 
 def test_one_version_per_change(spark, snapshot_lake):

@@ -1,19 +1,23 @@
 """Entity snapshots, bronze -> ``silver.entity_<type>_history`` (type 2) and ``ops.snapshot_hours``.
 
-Per entity type, each run applies the snapshots (site, hour) bronze has that ``ops.snapshot_hours``
-does not: those later than the site's last applied hour, in hour order, in one MERGE; an hour
-older than that is recorded ``late`` and not applied (the history would need rewriting; its rows
-stay in bronze). Exactly once, also when killed: the hours are written ``pending`` first, the MERGE
-commit names the run (Delta ``userMetadata``), and a later run finds a pending run's commit or not,
-marking its hours applied or applying them again.
-"""
+Each run applies the snapshots (entity type, site, hour) bronze has that ``ops.snapshot_hours``
+does not: those later than the site's last applied hour, in hour order, one commit per entity type
+(a MERGE that closes versions, or an append when none closes); an hour older than that is recorded
+``late`` and not applied (the history would need rewriting; its rows stay in bronze). Exactly
+once, also when killed: the hours of every type are written ``pending`` first (one commit), each
+history's commit names the run (Delta ``userMetadata``), and the hours are marked applied (one
+commit); a later run finds a pending run's commit in each type's history or not, marking its hours
+applied or applying them again. The types share their reads of ``ops.snapshot_hours`` and its two
+commits: each commit costs about a second whatever its size, and a snapshot delivery brings every
+type at once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import reduce
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import storage
@@ -48,25 +52,15 @@ def key_columns(cfg: Config, entity_type: str) -> list[str]:
     return list(cfg.settings.snapshots.keys.get(entity_type) or DEFAULT_KEYS.get(entity_type) or [DEFAULT_KEY])
 
 
-def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, log) -> None:
-    """A run killed after writing its hours ``pending``: applied if its MERGE committed, else forgotten."""
-    pending = [
-        r["run_id"]
-        for r in spark.table(t.snapshot_hours)
-        .where((F.col("entity_type") == entity_type) & (F.col("status") == PENDING))
-        .select("run_id")
-        .distinct()
-        .collect()
-    ]
-    if not pending:
-        return
+def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, pending: set[str], log) -> None:
+    """Runs killed after writing their hours ``pending``: applied if their MERGE committed, else forgotten."""
     history = t.entity_history(entity_type)
     committed = {
         m[len(COMMIT_MARK) :]
         for m in (latest_commits(spark, history, 5) if spark.catalog.tableExists(history) else [])
         if m and m.startswith(COMMIT_MARK)
     }
-    for run_id in pending:
+    for run_id in sorted(pending):
         done = run_id in committed
         where = f"entity_type = '{entity_type}' AND status = '{PENDING}' AND run_id = '{run_id}'"
         if done:
@@ -85,53 +79,107 @@ def _seen_path(cfg: Config, entity_type: str) -> str:
     return storage.join(cfg.checkpoint_dir, f"snapshots_{entity_type}.bronze_version")
 
 
-def promote_entity(spark: SparkSession, cfg: Config, entity_type: str, run_id: str, log=print) -> SnapshotPromotion:
-    t = tables(cfg)
-    out = SnapshotPromotion(entity_type)
-    version = str(table_version(spark, t.bronze_entity(entity_type)))
-    if (storage.read_text(spark, _seen_path(cfg, entity_type)) or "").strip() == version:
-        return out
-    _settle_pending(spark, t, entity_type, log)
-    _apply(spark, cfg, t, entity_type, run_id, out, log)
-    storage.write_text(spark, _seen_path(cfg, entity_type), version)
-    return out
+@dataclass
+class _State:
+    """What ``ops.snapshot_hours`` says of the entity types to apply, read in one query."""
+
+    watermark: dict[str, object]  # entity type -> the newest bronze_ingest_ts recorded
+    last_applied: dict[tuple[str, str], object]  # (entity type, site) -> its newest applied hour
+    pending: dict[str, set[str]]  # entity type -> the runs that left hours pending
 
 
-def _apply(
-    spark: SparkSession, cfg: Config, t: Tables, entity_type: str, run_id: str, out: SnapshotPromotion, log
-) -> None:
-    seen = spark.table(t.snapshot_hours).where(F.col("entity_type") == entity_type)
-    watermark = seen.agg(F.max("bronze_ingest_ts")).first()[0]
+def _state(spark: SparkSession, t: Tables, types: list[str]) -> _State:
+    names = ", ".join(f"'{e}'" for e in types)
+    rows = spark.sql(
+        f"SELECT entity_type, site_luid, max(bronze_ingest_ts) AS watermark, "
+        f"max(CASE WHEN status = '{APPLIED}' THEN snapshot_hour END) AS last_applied, "
+        f"collect_set(CASE WHEN status = '{PENDING}' THEN run_id END) AS pending "
+        f"FROM {t.snapshot_hours} WHERE entity_type IN ({names}) GROUP BY entity_type, site_luid"
+    ).collect()
+    state = _State({}, {}, {})
+    for r in rows:
+        e = r["entity_type"]
+        if r["watermark"] is not None and (state.watermark.get(e) is None or r["watermark"] > state.watermark[e]):
+            state.watermark[e] = r["watermark"]
+        if r["last_applied"] is not None:
+            state.last_applied[(e, r["site_luid"])] = r["last_applied"]
+        state.pending.setdefault(e, set()).update(r["pending"])
+    return state
+
+
+def _new_bronze(spark: SparkSession, t: Tables, entity_type: str, state: _State):
     bronze = spark.table(t.bronze_entity(entity_type))
-    if watermark is not None:
-        bronze = bronze.where(F.col("ingest_ts") > F.lit(watermark))
-    delivered = (
-        bronze.groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
+    if state.watermark.get(entity_type) is not None:
+        bronze = bronze.where(F.col("ingest_ts") > F.lit(state.watermark[entity_type]))
+    return bronze
+
+
+def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], run_id: str, outs: dict, log) -> None:
+    """Every entity type's new snapshots: the hours recorded in one commit, one MERGE per history, the
+    hours marked applied in one commit (a run killed between them is settled per type: _settle_pending)."""
+    state = _state(spark, t, types)
+    if any(state.pending.get(e) for e in types):
+        for e in types:
+            if state.pending.get(e):
+                _settle_pending(spark, t, e, state.pending[e], log)
+        state = _state(spark, t, types)
+    # the hours (site, snapshot_hour) bronze holds past each type's watermark and not yet recorded: one job
+    delivered_frames = [
+        _new_bronze(spark, t, e, state)
+        .groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
         .agg(F.count(F.lit(1)).alias("rows"), F.max("ingest_ts").alias("bronze_ingest_ts"))
-        .join(seen.select("site_luid", "snapshot_hour"), ["site_luid", "snapshot_hour"], "left_anti")
+        .withColumn("entity_type", F.lit(e))
+        for e in types
+    ]
+    recorded = spark.table(t.snapshot_hours).select("entity_type", "site_luid", "snapshot_hour")
+    delivered = (
+        reduce(DataFrame.unionByName, delivered_frames)
+        .join(recorded, ["entity_type", "site_luid", "snapshot_hour"], "left_anti")
         .collect()
     )
     if not delivered:
         return
-    last = {
-        r["site_luid"]: r["h"]
-        for r in seen.where(F.col("status") == APPLIED)
-        .groupBy("site_luid")
-        .agg(F.max("snapshot_hour").alias("h"))
-        .collect()
-    }
-    apply = [r for r in delivered if last.get(r["site_luid"]) is None or r["snapshot_hour"] > last[r["site_luid"]]]
-    late = [r for r in delivered if r not in apply]
-    out.hours_applied, out.hours_late, out.rows_read = len(apply), len(late), sum(r["rows"] for r in apply)
-    _record_hours(spark, t, entity_type, late, LATE, run_id)
-    if late:
-        out.problems.append(
-            f"silver: entity {entity_type}: {len(late)} snapshots older than their site's last "
+    apply: dict[str, list] = {}
+    late: dict[str, list] = {}
+    for r in delivered:
+        last = state.last_applied.get((r["entity_type"], r["site_luid"]))
+        (apply if last is None or r["snapshot_hour"] > last else late).setdefault(r["entity_type"], []).append(r)
+    for e, hours in late.items():
+        outs[e].hours_late = len(hours)
+        outs[e].problems.append(
+            f"silver: entity {e}: {len(hours)} snapshots older than their site's last "
             "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)"
         )
-    if not apply:
-        return
-    _record_hours(spark, t, entity_type, apply, PENDING, run_id)
+    _record_hours(
+        spark,
+        t,
+        [(r, LATE) for hours in late.values() for r in hours]
+        + [(r, PENDING) for hours in apply.values() for r in hours],
+        run_id,
+    )
+    for e in types:
+        if apply.get(e):
+            _apply(spark, cfg, t, e, _new_bronze(spark, t, e, state), apply[e], run_id, outs[e], log)
+    if apply:
+        spark.sql(
+            f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE status = '{PENDING}' AND run_id = '{run_id}'"
+        )
+
+
+def _apply(
+    spark: SparkSession,
+    cfg: Config,
+    t: Tables,
+    entity_type: str,
+    bronze: DataFrame,
+    apply: list,
+    run_id: str,
+    out: SnapshotPromotion,
+    log,
+) -> None:
+    """One entity type's snapshots ``apply`` (rows of site_luid, snapshot_hour, rows) into its history,
+    in one commit that names the run."""
+    out.hours_applied, out.rows_read = len(apply), sum(r["rows"] for r in apply)
     hours = spark.createDataFrame(
         [(r["site_luid"], r["snapshot_hour"]) for r in apply], "site_luid string, snapshot_hour timestamp"
     )
@@ -148,7 +196,8 @@ def _apply(
         )
     rows = keyed(snapshots, wanted).localCheckpoint()
     history = t.entity_history(entity_type)
-    if spark.catalog.tableExists(history):
+    exists = spark.catalog.tableExists(history)
+    if exists:
         open_versions = (
             spark.table(history)
             .where(F.col("valid_to").isNull())
@@ -162,43 +211,48 @@ def _apply(
     versions = versions.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", F.current_timestamp())
     versions, closings = versions.localCheckpoint(), closings.localCheckpoint()
     out.versions_added, out.versions_closed = versions.count(), closings.count()
-    source = versions.withColumn("_closing", F.lit(False)).unionByName(
-        closings.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)), allowMissingColumns=True
-    )
-    if not spark.catalog.tableExists(history):
+    if not exists:
+        # created empty first: a kill between a CREATE TABLE AS's commit and the metastore's name would
+        # leave rows no table points at (pipelines/recovery.py)
         versions.limit(0).write.format("delta").saveAsTable(history)
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", COMMIT_MARK + run_id)
     try:
-        (
-            DeltaTable.forName(spark, history)
-            .alias("h")
-            .merge(
-                source.alias("s"),
-                "h.site_luid = s.site_luid AND h.entity_key = s.entity_key AND h.valid_from = s.valid_from",
+        if out.versions_closed == 0:
+            # nothing to close: new versions start at hours later than any applied, so none is there
+            # yet and an append is the MERGE's result, without its join with the history
+            versions.write.format("delta").mode("append").option("mergeSchema", "true").saveAsTable(history)
+        else:
+            source = versions.withColumn("_closing", F.lit(False)).unionByName(
+                closings.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)),
+                allowMissingColumns=True,
             )
-            .whenMatchedUpdate(set={"valid_to": "s.valid_to", "is_current": "s.is_current"})
-            .whenNotMatchedInsert(condition="NOT s._closing", values={c: f"s.`{c}`" for c in versions.columns})
-            .withSchemaEvolution()
-            .execute()
-        )
+            (
+                DeltaTable.forName(spark, history)
+                .alias("h")
+                .merge(
+                    source.alias("s"),
+                    "h.site_luid = s.site_luid AND h.entity_key = s.entity_key AND h.valid_from = s.valid_from",
+                )
+                .whenMatchedUpdate(set={"valid_to": "s.valid_to", "is_current": "s.is_current"})
+                .whenNotMatchedInsert(condition="NOT s._closing", values={c: f"s.`{c}`" for c in versions.columns})
+                .withSchemaEvolution()
+                .execute()
+            )
     finally:
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-    spark.sql(
-        f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE entity_type = '{entity_type}' "
-        f"AND status = '{PENDING}' AND run_id = '{run_id}'"
-    )
     log(
         f"silver: entity {entity_type}: {len(apply)} snapshots ({out.rows_read} rows) applied: "
         f"{out.versions_added} new versions, {out.versions_closed} closed -> {history}"
     )
 
 
-def _record_hours(spark: SparkSession, t: Tables, entity_type: str, hours: list, status: str, run_id: str) -> None:
+def _record_hours(spark: SparkSession, t: Tables, hours: list[tuple], run_id: str) -> None:
+    """(delivered row with its entity_type, status) pairs, appended in one commit."""
     if not hours:
         return
     rows = [
-        (entity_type, r["site_luid"], r["snapshot_hour"], r["rows"], status, run_id, r["bronze_ingest_ts"])
-        for r in hours
+        (r["entity_type"], r["site_luid"], r["snapshot_hour"], r["rows"], status, run_id, r["bronze_ingest_ts"])
+        for r, status in hours
     ]
     (
         spark.createDataFrame(
@@ -214,7 +268,8 @@ def _record_hours(spark: SparkSession, t: Tables, entity_type: str, hours: list,
 
 
 def promote_snapshots(spark: SparkSession, cfg: Config, run_id: str, log=print) -> list[SnapshotPromotion]:
-    """Apply every entity type's new snapshots; nothing delivered yet: nothing to do."""
+    """Apply every entity type's new snapshots; nothing delivered yet: nothing to do. A type whose bronze
+    table has not changed since a run read it to its end costs one look at its log."""
     t = tables(cfg)
     types = t.entity_types(spark)
     if not types:
@@ -222,4 +277,11 @@ def promote_snapshots(spark: SparkSession, cfg: Config, run_id: str, log=print) 
     for schema in (t.silver_schema, t.ops_schema):
         ensure_schema(spark, schema)
     create_table_if_missing(spark, t.snapshot_hours, HOURS_SCHEMA)
-    return [promote_entity(spark, cfg, entity_type, run_id, log=log) for entity_type in types]
+    outs = {e: SnapshotPromotion(e) for e in types}
+    versions = {e: str(table_version(spark, t.bronze_entity(e))) for e in types}
+    todo = [e for e in types if (storage.read_text(spark, _seen_path(cfg, e)) or "").strip() != versions[e]]
+    if todo:
+        _apply_all(spark, cfg, t, todo, run_id, outs, log)
+        for e in todo:
+            storage.write_text(spark, _seen_path(cfg, e), versions[e])
+    return [outs[e] for e in types]
