@@ -53,7 +53,7 @@ def key_columns(cfg: Config, entity_type: str) -> list[str]:
 
 
 def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, pending: set[str], log) -> None:
-    """Runs killed after writing their hours ``pending``: applied if their MERGE committed, else forgotten."""
+    """Runs killed after writing their hours ``pending``: applied if their history commit is there, else forgotten."""
     history = t.entity_history(entity_type)
     committed = {
         m[len(COMMIT_MARK) :]
@@ -107,7 +107,7 @@ def _state(spark: SparkSession, t: Tables, types: list[str]) -> _State:
     return state
 
 
-def _new_bronze(spark: SparkSession, t: Tables, entity_type: str, state: _State):
+def _new_bronze(spark: SparkSession, t: Tables, entity_type: str, state: _State) -> DataFrame:
     bronze = spark.table(t.bronze_entity(entity_type))
     if state.watermark.get(entity_type) is not None:
         bronze = bronze.where(F.col("ingest_ts") > F.lit(state.watermark[entity_type]))
@@ -115,7 +115,7 @@ def _new_bronze(spark: SparkSession, t: Tables, entity_type: str, state: _State)
 
 
 def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], run_id: str, outs: dict, log) -> None:
-    """Every entity type's new snapshots: the hours recorded in one commit, one MERGE per history, the
+    """Every entity type's new snapshots: the hours recorded in one commit, one commit per history, the
     hours marked applied in one commit (a run killed between them is settled per type: _settle_pending)."""
     state = _state(spark, t, types)
     if any(state.pending.get(e) for e in types):
