@@ -1,9 +1,11 @@
-"""The product installed from its wheel, away from the checkout (issue 31).
+"""The product installed from its wheel, away from the checkout (issue 31), and CI's data-quality report.
 
 The wheel is built from the files git would ship (a copy of them, so no stale build/ folder of the
 checkout can hide a missing file), installed into a fresh venv, and run from another folder:
-``auditlake registry``, then a small refresh of every layer with an environment file of one's own,
-and the next one, which finds nothing new before Spark starts.
+``auditlake registry``, then a refresh of every layer with an environment file of one's own on a
+clean and a dirty generated delivery, and the next one, which finds nothing new before Spark starts.
+That refresh is also the data-quality report `.ci/run` shows (one end-to-end run, not two): its
+folder, ``data/ci-dq``, is kept after the test with the refresh's summary and the GX Data Docs site.
 The fresh venv takes the pinned stack (Spark, dbt, GX) from this venv through a .pth line, not a
 second download; ``pipelines`` and ``devtools`` come from the wheel only.
 """
@@ -11,6 +13,7 @@ second download; ``pipelines`` and ``devtools`` come from the wheel only.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +29,10 @@ from pipelines.project import BUNDLED
 pytestmark = [pytest.mark.slow(minutes=3), pytest.mark.subprocess]
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-EVENTS = 300
+# the installed product's folder, kept for `.ci/run` to show: the refresh's summary and its Data Docs
+REPORT_DIR = CHECKOUT / "data" / "ci-dq"
+SUMMARY = "refresh-summary.txt"
+EVENTS = 2000  # per delivery: a clean one and a dirty one (every kind of damage the generator makes)
 
 
 def _shipped_files() -> list[str]:
@@ -88,10 +94,13 @@ def test_the_wheel_ships_every_data_file_and_the_project_folders(installed):
     assert not [n for n in names if "/target/" in n or "/logs/" in n or n.endswith(".user.yml")]
 
 
-def test_the_installed_product_runs_from_another_folder(installed, tmp_path):
+def test_the_installed_product_runs_from_another_folder(installed):
+    """...and its refresh of a clean and a dirty delivery, through every gate, balances: CI's data-quality
+    report (`.ci/run` prints the summary and the Data Docs site this leaves in data/ci-dq)."""
     venv, site, _wheel = installed
-    work = tmp_path / "work"
-    work.mkdir()
+    shutil.rmtree(REPORT_DIR, ignore_errors=True)
+    work = REPORT_DIR
+    work.mkdir(parents=True)
     jars = load_config("test").path("paths.jars_dir")  # fetched once by `make setup`: not fetched again
     env = {
         k: v
@@ -117,18 +126,40 @@ def test_the_installed_product_runs_from_another_folder(installed, tmp_path):
     refused = subprocess.run([auditlake, "gold", "staging"], cwd=work, env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "read-only" in refused.stderr, refused.stderr
 
-    # an environment file of one's own, beside the lake: relative paths are relative to this folder
+    # an environment file of one's own, beside the lake: relative paths are relative to this folder;
+    # dbt's data tests on (the report's gold checks), the analysts' copies off (not a quality check)
     (work / "mine.yaml").write_text(
-        (CHECKOUT / "conf" / "test.yaml").read_text().replace("data/test", "lake") + "analyst:\n  enabled: false\n"
+        (CHECKOUT / "conf" / "test.yaml")
+        .read_text()
+        .replace("data/test", "lake")
+        .replace("data_tests: false", "data_tests: true")
+        + "analyst:\n  enabled: false\n"
     )
-    _run([auditlake, "generate", "activity-log", "--out", "lake/landing", "--events", EVENTS, "--days", 1], work, env)
+    generate = [auditlake, "generate", "activity-log", "--events", EVENTS, "--days", 2]
+    _run([*generate, "--out", "lake/landing", "--seed", 101], work, env)
+    # a second delivery, dirty, beside the first: one refresh reads both
+    _run([*generate, "--out", "dirty", "--seed", 202, "--dirty"], work, env)
+    for family in ("site", "tenant"):
+        (work / "lake" / "landing" / family / "delivery-2").mkdir(parents=True)
+        for path in (work / "dirty" / family).iterdir():
+            path.rename(work / "lake" / "landing" / family / "delivery-2" / path.name)
     package = {p: p.stat().st_mtime_ns for p in (site / "pipelines").rglob("*") if p.is_file()}
     out = _run([auditlake, "--env", "mine.yaml", "refresh", "--summary"], work, env, timeout=900)
+    (work / SUMMARY).write_text(out, encoding="utf-8")
 
     assert "layers bronze, silver, gold" in out and "gold: " in out, out[-3000:]
     # no Write-Back export here: its tables are made empty, so gold builds
     assert "writeback bronze: skipped (no export file" in out and "writeback silver: 0 bronze rows" in out
     assert (work / "lake" / "warehouse").is_dir() and (work / "lake" / "dbt" / "target" / "manifest.json").is_file()
+    # the report: the dirty delivery's damage quarantined by reason, every layer balanced, gates recorded
+    quarantined = set(re.findall(r"^silver\.quarantine \[(\w+)\]\s+(\d+)", out, re.M))
+    assert {"bad_event_time", "malformed_json", "blank_line"} <= {reason for reason, _ in quarantined}, quarantined
+    assert re.search(r"rows of landed files (\d+), rows in bronze \1: ok", out), out[-3000:]
+    assert re.search(r"^site\s+\d+\s+\d+\s+\d+\s+\d+\s+0\s+ok$", out, re.M), out[-3000:]
+    assert "latest quality run" in out and "bronze_to_silver.silver_events_site" in out
+    assert re.search(r"^gold: \d+ pass", out, re.M), out[-3000:]  # dbt's data tests ran
+    docs = work / "lake" / "quality"
+    assert any(docs.rglob("data_docs/local_site/index.html")), "the Data Docs site CI points to"
     # the next hourly run, nothing new: told from the file system, in a process that starts no JVM
     again = _run([auditlake, "--env", "mine.yaml", "refresh"], work, env)
     assert "refresh: nothing new since refresh" in again and "Spark not started" in again, again
