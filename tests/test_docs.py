@@ -193,7 +193,7 @@ def test_scripts_call_auditlake_in_its_grammar():
             match = re.search(r"(?:\.venv/bin/|\$\(BIN\)/)auditlake (.*)", line)
             if match:
                 calls.append((script.name, match.group(1)))
-    assert len(calls) >= 5
+    assert len(calls) >= 3  # the Makefile's (.ci/run's report comes from tests/test_wheel.py's commands)
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     for script, rest in calls:
