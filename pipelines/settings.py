@@ -37,6 +37,8 @@ WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as Spark's date_
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 S3_CREDENTIALS = ("keys", "provider_chain")
+# the driver JVM's garbage collector (pipelines/spark_session.py GC_OPTIONS)
+GARBAGE_COLLECTORS = ("parallel", "g1")
 # a detection's severity (gold.rpt_detections), in rising order: alerts.min_severity is one of them
 ALERT_SEVERITIES = ("low", "medium", "high", "critical")
 
@@ -154,6 +156,7 @@ class Spark(Section):
     shuffle_partitions: Whole(1) = key(4, "spark.sql.shuffle.partitions")
     file_open_cost_bytes: Whole(0) = key(65536, "what Spark assumes opening a file costs, in bytes read")
     codegen_min_rows: Whole(0) = key(200000, "below this many input rows, queries run interpreted; 0 = never")
+    gc: OneOf(*GARBAGE_COLLECTORS) = key("parallel", "the driver's collector: parallel (fewest CPU-seconds) | g1")
     extra_conf: dict[SparkKey, SparkValue] = key({}, "any further spark.* settings, passed through as they are")
 
 

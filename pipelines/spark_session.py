@@ -22,6 +22,24 @@ from pipelines.jars import jar_paths, missing_jars
 from pipelines.project import CONF_DIR
 from pipelines.storage import is_uri
 
+# The driver JVM's garbage collector (spark.gc). A refresh is batch work: the parallel collector pauses the
+# threads to collect, with no concurrent marking beside them, and costs the fewest CPU-seconds; G1 (Java's
+# default) keeps pauses short on large heaps at the price of that marking (docs/performance.md).
+GC_OPTIONS = {"parallel": "-XX:+UseParallelGC", "g1": "-XX:+UseG1GC"}
+# The JIT's optimising compiler (C2) takes a method after 3x Java's default calls and loop turns. A
+# refresh's JVM lives minutes; compiling Spark's, Delta's and Hive's code was ~40% of its CPU, and much
+# of what reached C2 at the defaults ran too little afterwards to repay it. 3x: -10% JVM CPU and a
+# faster refresh; 10x: less CPU still, but a slower refresh (docs/performance.md, "eighteenth step").
+C2_LATER = " ".join(
+    f"-XX:{flag}={3 * default}"
+    for flag, default in {
+        "Tier4InvocationThreshold": 5000,
+        "Tier4MinInvocationThreshold": 600,
+        "Tier4CompileThreshold": 15000,
+        "Tier4BackEdgeThreshold": 40000,
+    }.items()
+)
+
 
 def describe_jobs(spark: SparkSession, text: str | None) -> None:
     """Name the Spark jobs that follow (UI, REST API: the benchmark's list of the longest jobs says
@@ -95,6 +113,7 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
             # Silver's typing projection compiles to methods past the JIT's 8,000-byte limit; left
             # interpreted they cost ~20% of the silver pass (docs/performance.md).
             "-XX:-DontCompileHugeMethods "
+            f"{GC_OPTIONS[cfg.settings.spark.gc]} {C2_LATER} "
             # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
             f"{extra_java_options or class_archive.java_options(cfg)}"
         ).strip(),
