@@ -7,11 +7,13 @@ import os
 import pytest
 
 from pipelines.config import ConfigError, load_config
+from pipelines.settings import GARBAGE_COLLECTORS
 from pipelines.spark_session import GC_OPTIONS, spark_conf
 
 
 def test_the_session_collects_with_the_parallel_collector(spark, cfg):
     assert cfg.settings.spark.gc == "parallel"
+    assert set(GARBAGE_COLLECTORS) == set(GC_OPTIONS)  # every collector the config accepts has its JVM option
     management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
     collectors = {bean.getName() for bean in management.getGarbageCollectorMXBeans()}
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel collector's two
