@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pipelines.analyst.publish import incremental_keys
 from pipelines.config import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError, one_line
 from pipelines.hyper.export import (
@@ -34,7 +35,6 @@ from pipelines.hyper.export import (
     _read_marks,
     _sql_text,
     export_hyper,
-    incremental_keys,
 )
 from pipelines.hyper.tdsx import write_tdsx
 
