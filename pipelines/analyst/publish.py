@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.config import Config, secret
 from pipelines.delta_util import for_each_table, table_version
-from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tables
+from pipelines.gold.compact import VECTORS_PROPERTY, Compaction, compact, log_compaction, mart_tables
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
 from pipelines.project import DBT_DIR
@@ -55,7 +55,6 @@ NO_ROW_CHANGED = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END", "
 # made whole rather than the mart's history and each commit's files read
 MAX_FEED_COMMITS = 48
 FEED_PROPERTY = "delta.enableChangeDataFeed"
-VECTORS_PROPERTY = "delta.enableDeletionVectors"
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
@@ -302,11 +301,12 @@ def publish_mart(
     detail = spark.sql(f"DESCRIBE DETAIL {source}").first()
     mart_id = detail["id"]
     since, copy_version = before.get("source_version"), before.get("copy_version")
+    large = detail["sizeInBytes"] >= append_from_bytes
     current = (
         since is not None
         and copy_version is not None
         and before.get("mart_id") == mart_id
-        and detail["sizeInBytes"] >= append_from_bytes
+        and large
         and storage.is_dir(spark, target)
         and table_version(spark, f"delta.`{target}`") == copy_version
     )  # a kill after a copy's commit: made whole
@@ -318,7 +318,8 @@ def publish_mart(
     turned_on = _turn_feed_on(spark, source, detail["properties"])
     if turned_on:
         version = table_version(spark, source)
-    _copy_whole(spark, source, version, target, doc, key, unique_key is not None)
+    # deletion vectors on a copy that later deliveries may merge into (not one copied whole every time)
+    _copy_whole(spark, source, version, target, doc, key, unique_key is not None and large)
     return Published("copied", version, table_version(spark, f"delta.`{target}`"), mart_id, turned_on, None)
 
 
