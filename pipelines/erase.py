@@ -22,9 +22,7 @@ covers). The steps:
    matches no row, and Delta makes no commit for it.
 4. **Vacuum** every table touched with ``erase.vacuum_retain_hours``: the files that held the old
    values (and the change data feed's pre-images) are deleted, so time travel to a version before
-   the erasure fails. A table with deletion vectors (the marts, dbt's incremental tables) has its
-   files that still hold rows marked deleted (the rewrite's, and merges' before it) rewritten first
-   (``REORG ... APPLY (PURGE)``): a file the table still reads is never vacuumed.
+   the erasure fails.
 5. **Catch up** the readers of bronze: silver promotion reads only the rows bronze's appends
    inserted, never an erasure's rewrite; its promoted range moves past the erasure's commits where
    behind (a batch with no rows in ``ops.silver_batches``); the Write-Back stream skips commits that
@@ -291,13 +289,11 @@ def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: 
 
 def vacuum(spark: SparkSession, names: list[str], retain_hours: int, log=print) -> None:
     """``VACUUM`` each table (a few at once) with a retention under Delta's 7-day check, the check
-    off meanwhile; first its deletion vectors purged (the rows they mark are still in the files,
-    which the table still reads: no commit where there are none)."""
+    off meanwhile."""
     before = spark.conf.get(RETENTION_CHECK, "true")
     spark.conf.set(RETENTION_CHECK, "false")
 
     def one(table: str) -> None:
-        spark.sql(f"REORG TABLE {table} APPLY (PURGE)").collect()
         spark.sql(f"VACUUM {table} RETAIN {int(retain_hours)} HOURS").collect()
         log(f"erase: {table}: vacuumed")
 

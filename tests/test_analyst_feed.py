@@ -1,8 +1,7 @@
 """An analysts' copy following its mart (pipelines/analyst/publish.py): the rows the mart's change data
-feed says its commits inserted are appended, masked, while the mart only gains rows; a mart with a
-unique key gets its merges' new and updated rows merged on it; a commit that removed rows or changed
-them otherwise, a replaced mart, a copy not the one the catalogue names or a mart with no feed make it
-whole. Either way the copy equals the mart masked, row for row."""
+feed says its commits inserted are appended, masked, while the mart only gains rows; a commit that
+changed or removed rows, a replaced mart, a copy not the one the catalogue names or a mart with no
+feed make it whole. Either way the copy equals the mart masked, row for row."""
 
 from __future__ import annotations
 
@@ -27,10 +26,8 @@ def mart(spark, tmp_path):
     spark.sql(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
 
 
-def _create(spark, table: str, feed: bool, vectors: bool = False) -> None:
-    props = [("delta.enableChangeDataFeed", feed), ("delta.enableDeletionVectors", vectors)]
-    props = ", ".join(f"'{name}' = 'true'" for name, on in props if on)
-    props = f" TBLPROPERTIES ({props})" if props else ""
+def _create(spark, table: str, feed: bool) -> None:
+    props = " TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')" if feed else ""
     spark.sql(f"CREATE TABLE {table} (id INT, email STRING, n DOUBLE) USING delta{props}")
     spark.sql(
         f"INSERT INTO {table} VALUES (1, 'a@x.org', 1.0), (2, NULL, 2.0), (3, 'c@x.org', NULL), (4, 'd@x.org', 4.0)"
@@ -41,12 +38,8 @@ def _version(spark, table: str) -> int:
     return spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"]
 
 
-def _publish(
-    spark, table: str, copy: str, before: dict, files_over: int = 100, unique_key: str | None = None
-) -> tuple[str, dict]:
-    published = publish_mart(
-        spark, table, copy, DOC, KEY, before, _version(spark, table), files_over, unique_key=unique_key
-    )
+def _publish(spark, table: str, copy: str, before: dict, files_over: int = 100) -> tuple[str, dict]:
+    published = publish_mart(spark, table, copy, DOC, KEY, before, _version(spark, table), files_over)
     return published.how, {
         "source_version": published.source_version,
         "copy_version": published.copy_version,
@@ -99,30 +92,6 @@ def test_a_copy_appends_a_marts_new_rows_and_is_made_whole_after_a_change(spark,
             entry["mart_id"] = "another table"
         assert _publish(spark, table, copy, entry)[0] == "copied", statement
         _assert_masked_copy(spark, table, copy)
-
-
-def test_a_copy_of_a_mart_with_a_unique_key_gets_its_merges(spark, mart):
-    """A session or job mart: dbt's merge updates rows by its unique_key (deletion vectors on, as
-    dbt_project.yml sets them): the copy, deletion vectors on too, gets the newest row of each key the
-    merges inserted or updated, over two builds at once; a merge that deleted makes it whole."""
-    table, copy = mart
-    _create(spark, table, feed=True, vectors=True)
-    how, entry = _publish(spark, table, copy, {}, unique_key="id")
-    assert how == "copied"
-    assert spark.sql(f"SHOW TBLPROPERTIES delta.`{copy}` ('delta.enableDeletionVectors')").first()["value"] == "true"
-    upsert = "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-    rows = "SELECT 1 AS id, 'a2@x.org' AS email, 1.5 AS n UNION ALL SELECT 5, NULL, 5.0"
-    spark.sql(f"MERGE INTO {table} t USING ({rows}) s {upsert}")
-    spark.sql(f"MERGE INTO {table} t USING (SELECT 1 AS id, 'a3@x.org' AS email, 1.75 AS n) s {upsert}")
-    how, after = _publish(spark, table, copy, entry, unique_key="id")
-    assert how == "merged"
-    _assert_masked_copy(spark, table, copy)
-    assert after["copy_version"] == entry["copy_version"] + 1, "both builds' rows in one commit of the copy"
-    assert _publish(spark, table, copy, after)[0] == "copied", "without its key, an updating merge is copied whole"
-    _, entry = _publish(spark, table, copy, {}, unique_key="id")
-    spark.sql(f"MERGE INTO {table} t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE")
-    assert _publish(spark, table, copy, entry, unique_key="id")[0] == "copied"
-    _assert_masked_copy(spark, table, copy)
 
 
 def test_only_commits_that_add_rows_or_change_none_are_followed():

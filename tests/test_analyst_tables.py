@@ -101,7 +101,7 @@ def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everythi
     assert publish_analyst_tables(spark, cfg, log=quiet.append) == []
     said = (
         f"gold: 0 of {len(mart_docs())} analyst tables brought up to date in {tables_location(cfg)} "
-        f"(0 by their mart's new rows, 0 by its merged rows, 0 copied whole; "
+        f"(0 by their mart's new rows, 0 copied whole; "
         f"{sum(len(masked_columns(d)) for d in mart_docs().values())} personal columns as keyed pseudonyms) in "
     )
     assert len(quiet) == 1 and quiet[0].startswith(said) and quiet[0].endswith("s"), quiet

@@ -170,23 +170,6 @@ def test_no_change_feed_holds_a_value_from_before_the_erasure(spark, erased):
             assert held == 0, table
 
 
-def test_no_data_file_holds_a_value_not_even_a_row_marked_deleted(spark, erased):
-    """Read as plain Parquet, without Delta's log (so rows a deletion vector marks as deleted are
-    read too), the files of every table the erasure touched hold none of the values: the marts and
-    dbt's incremental tables keep deletion vectors, which the erasure purged before its vacuum."""
-    cfg, values, _before, report = erased
-    with_vectors = [
-        table
-        for table in report.tables_vacuumed
-        if "deletionVectors" in (spark.sql(f"DESCRIBE DETAIL {table}").first()["tableFeatures"] or [])
-    ]
-    assert any(t.startswith(tables(cfg).gold_schema + ".") for t in with_vectors), "the marts keep deletion vectors"
-    for table in report.tables_vacuumed:
-        location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
-        files = spark.read.option("mergeSchema", "true").option("pathGlobFilter", "*.parquet").parquet(location)
-        assert _rows_holding(spark, files, values) == 0, table
-
-
 def test_the_erasure_is_recorded_without_the_values(spark, erased):
     cfg, values, _before, report = erased
     rows = spark.table(tables(cfg).erasures).where(F.col("erasure_id") == report.erasure_id).collect()

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pipelines.config import CONF_DIR, load_config
 from pipelines.errors import InputError
 from pipelines.gold import inputs
-from pipelines.gold.compact import MIN_FILE_SIZE, VECTORS_PROPERTY, compact, compact_marts, data_files, mart_tables
+from pipelines.gold.compact import MIN_FILE_SIZE, compact, compact_marts, data_files, mart_tables
 from pipelines.gold.run import dbt_log_dir, dbt_target_dir, dbt_vars, run_dbt
 from pipelines.gold.staging import event_groups, event_marts, stale_files
 from pipelines.jars import jar_paths
@@ -192,34 +192,6 @@ def test_compaction_packs_the_small_files_and_leaves_the_large_ones(spark, tmp_p
     assert sorted(spark.sql(f"select * from {table}").collect()) == sorted(rows)
     assert compact(spark, table, files_over=1, keep_from_bytes=size * 2).files_after == 1  # all small: one file
     assert spark.conf.get(MIN_FILE_SIZE, None) is None  # the session's setting is put back
-
-
-def test_every_gold_table_keeps_deletion_vectors_and_an_older_one_gets_them(spark, gold_lake, tmp_path):
-    """dbt_project.yml gives every mart and incremental table deletion vectors (a merge then writes its
-    rows, not every file they are in); a table made before gets them at the next compaction's look."""
-    project = yaml.safe_load((DBT_DIR / "dbt_project.yml").read_text(encoding="utf-8"))["models"]["auditlake"]
-    for folder in ("intermediate", "marts"):
-        assert project[folder]["+tblproperties"][VECTORS_PROPERTY] == "true", folder
-    cfg = gold_lake[0]
-    models = {p.stem for p in (DBT_DIR / "models").rglob("*.sql")}
-    for schema in tables(cfg).derived_schemas:
-        for name in set(mart_tables(spark, schema)) & models:
-            properties = spark.sql(f"DESCRIBE DETAIL {schema}.{name}").first()["properties"]
-            assert properties.get(VECTORS_PROPERTY) == "true", f"{schema}.{name}"
-    schema = "gold_vectors_test"
-    spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    spark.sql(f"CREATE SCHEMA {schema} LOCATION '{tmp_path / 'schema'}'")
-    try:
-        spark.sql(f"CREATE TABLE {schema}.older USING delta AS SELECT 1 AS id")
-        said: list[str] = []
-        assert compact_marts(spark, schema, 100, log=said.append) == []
-        assert said == [f"gold: turned on deletion vectors for 1 tables made before: {schema}.older"]
-        assert spark.sql(f"SHOW TBLPROPERTIES {schema}.older ('{VECTORS_PROPERTY}')").first()["value"] == "true"
-        said.clear()
-        compact_marts(spark, schema, 100, log=said.append)
-        assert said == [], "once on, nothing more to do"
-    finally:
-        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def test_a_refresh_with_nothing_new_skips_gold_and_logs_it(spark, gold_lake):

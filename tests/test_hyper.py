@@ -19,9 +19,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines import storage
-from pipelines.analyst.publish import CATALOG_FILE, incremental_keys, tables_location
+from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.config import load_config
-from pipelines.hyper.export import SCHEMA, WATERMARK, export_hyper, hyper_frame, hyper_path
+from pipelines.hyper.export import SCHEMA, WATERMARK, export_hyper, hyper_frame, hyper_path, incremental_keys
 from tests.lake import row_differences, variant_environ
 
 FACT = "fct_logins"  # an incremental fact (unique_key event_id) the gold lake has rows in

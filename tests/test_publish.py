@@ -19,9 +19,8 @@ import pytest
 from tableauhyperapi import Connection, CreateMode, HyperProcess, Telemetry
 
 from devtools.tableau_server import NO_API_ACCESS, TableauServer
-from pipelines.analyst.publish import incremental_keys
 from pipelines.config import load_config
-from pipelines.hyper.export import META, SCHEMA, _q, _sql_text, _write_marks, hyper_path
+from pipelines.hyper.export import META, SCHEMA, _q, _sql_text, _write_marks, hyper_path, incremental_keys
 from pipelines.hyper.publish import PAYLOAD_FILE, STATE_FILE, PublishError, publish
 from pipelines.hyper.tdsx import EXTRACTS_DIR, TDS_FILE, TDSX_FILE
 from tests.lake import variant_environ

@@ -8,8 +8,7 @@ see a clear value by any SQL. ``<analyst.dir>/catalog.json`` lists the tables wi
 descriptions (the analysts' server makes its views from it), and for each copy the mart (its Delta
 table id) and version it was made from and the copy's own version. A mart whose version did not
 move, with the same tags and descriptions, is left as it is; one that only gained rows gets them
-appended (read from its change data feed); one that dbt merged into (new and changed rows by its
-unique_key) gets the same merge; any other is copied whole.
+appended (read from its change data feed); any other is copied whole.
 
 The pseudonym key is the refresh's secret (``analyst.pseudonym_key_env``); it never leaves this process.
 """
@@ -18,20 +17,18 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config, secret
 from pipelines.delta_util import for_each_table, table_version
-from pipelines.gold.compact import VECTORS_PROPERTY, Compaction, compact, log_compaction, mart_tables
+from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tables
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
 from pipelines.project import DBT_DIR
@@ -43,14 +40,12 @@ TABLES_DIR = "tables"
 KEY_ID_TEXT = "auditlake pseudonym key"
 
 # A copy follows its mart's commits that only added rows (an incremental mart's merge of new events,
-# an append), or changed none (compaction, an erasure's purge of deletion vectors, vacuum, the feed
-# turned on): it appends the rows the mart's change data feed says were inserted (dbt_project.yml
-# turns the feed on for the marts). A mart dbt merges into by a unique_key (a session, a job, a
-# dimension) whose merges only inserted and updated: its new and updated rows are merged into the copy
-# on that key, the copy keeping deletion vectors as the mart does (a merge then writes its rows, not
-# every file they are in: docs/performance.md). A commit that removed rows or rewrote them otherwise
-# (an erasure, dbt's CREATE OR REPLACE of a table model or a full refresh) makes the copy whole again.
-NO_ROW_CHANGED = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
+# an append), or changed none (compaction, vacuum, the feed turned on): it appends the rows the mart's
+# change data feed says were inserted (dbt_project.yml turns the feed on for the marts). A commit that
+# changed or removed rows (a merge that updated, an erasure, dbt's CREATE OR REPLACE of a table model
+# or a full refresh) makes the copy whole again: merging changed rows into a large copy costs about what
+# copying it costs (measured in docs/performance.md), an append a fraction of it.
+NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 # a copy is normally one build behind its mart; past this many commits (a judgement, not measured) it is
 # made whole rather than the mart's history and each commit's files read
 MAX_FEED_COMMITS = 48
@@ -61,7 +56,7 @@ FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 class Published(NamedTuple):
     """How one copy was brought up to date."""
 
-    how: str  # appended | merged | copied
+    how: str  # appended | copied
     source_version: int  # the mart's version it now holds
     copy_version: int  # the copy's own Delta version after it
     mart_id: str  # the mart's Delta table id (a mart dropped and made again has a new one)
@@ -119,22 +114,6 @@ def masked_columns(doc: MartDoc) -> set[str]:
     return {c for c, role in doc.personal.items() if role in MASKED_ROLES}
 
 
-_CONFIG = re.compile(r"\{\{\s*config\((?P<args>.*?)\)\s*\}\}", re.S)
-
-
-@functools.cache
-def incremental_keys() -> dict[str, str]:
-    """Mart -> its unique_key, for the marts dbt builds incrementally (the config() of their SQL)."""
-    keys = {}
-    for path in sorted(MARTS_DIR.rglob("*.sql")):
-        found = _CONFIG.search(path.read_text(encoding="utf-8"))
-        if found and re.search(r"materialized\s*=\s*['\"]incremental['\"]", found["args"]):
-            key = re.search(r"unique_key\s*=\s*['\"](\w+)['\"]", found["args"])
-            if key:
-                keys[path.stem] = key[1]
-    return keys
-
-
 def pseudonym_key(cfg: Config) -> bytes:
     return secret(cfg, "analyst.pseudonym_key_env").encode("utf-8")
 
@@ -172,9 +151,7 @@ def _masked(frame: DataFrame, doc: MartDoc, key: bytes) -> DataFrame:
     )
 
 
-def _copy_whole(
-    spark: SparkSession, source: str, version: int, target: str, doc: MartDoc, key: bytes, keyed: bool
-) -> None:
+def _copy_whole(spark: SparkSession, source: str, version: int, target: str, doc: MartDoc, key: bytes) -> None:
     copy = _masked(spark.read.format("delta").option("versionAsOf", version).table(source), doc, key)
     # dbt's descriptions as the columns' comments (DESCRIBE shows them; the server's views repeat them)
     copy = copy.select(
@@ -184,12 +161,6 @@ def _copy_whole(
         ]
     )
     copy.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
-    if keyed and _properties(spark, f"delta.`{target}`").get(VECTORS_PROPERTY) != "true":  # merged into later
-        spark.sql(f"ALTER TABLE delta.`{target}` SET TBLPROPERTIES ('{VECTORS_PROPERTY}' = 'true')")
-
-
-def _properties(spark: SparkSession, table: str) -> dict[str, str]:
-    return spark.sql(f"DESCRIBE DETAIL {table}").first()["properties"] or {}
 
 
 def _only_inserts(commit: Row) -> bool:
@@ -202,37 +173,20 @@ def _only_inserts(commit: Row) -> bool:
     return operation in NO_ROW_CHANGED
 
 
-def _inserts_or_updates(commit: Row) -> bool:
-    """Whether this commit of a mart added or updated rows by its merge (or changed none), and removed none."""
-    if commit["operation"] == "MERGE":  # a metric missing counts as a removal
-        return int((commit["operationMetrics"] or {}).get("numTargetRowsDeleted", 1)) == 0
-    return _only_inserts(commit)
-
-
 def _follow_feed(
-    spark: SparkSession,
-    source: str,
-    since: int,
-    version: int,
-    target: str,
-    doc: MartDoc,
-    key: bytes,
-    unique_key: str | None = None,
-) -> str | None:
-    """Bring the copy, masked, to what the mart's commits after version ``since`` up to ``version`` did:
-    the rows they inserted appended, or, for a mart with a ``unique_key`` whose merges also updated rows,
-    the newest of each key's inserted and updated rows merged on it; -> how ("appended" or "merged"), or
-    None (nothing done) where the copy must be made whole instead: a commit that removed rows or rewrote
-    them otherwise, more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or columns that
+    spark: SparkSession, source: str, since: int, version: int, target: str, doc: MartDoc, key: bytes
+) -> bool:
+    """Append to the copy, masked, the rows the mart's commits after version ``since`` up to ``version``
+    inserted; -> False (nothing done) where the copy must be made whole instead: a commit that changed or
+    removed rows, more commits than ``MAX_FEED_COMMITS``, no change data feed on them, or columns that
     differ from the copy's."""
     if not 0 < version - since <= MAX_FEED_COMMITS:
-        return None
+        return False
     commits = spark.sql(f"DESCRIBE HISTORY {source} LIMIT {version - since}").collect()
-    if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)):
-        return None
-    appends = all(map(_only_inserts, commits))
-    if not appends and not (unique_key and all(map(_inserts_or_updates, commits))):
-        return None
+    if sorted(c["version"] for c in commits) != list(range(since + 1, version + 1)) or not all(
+        map(_only_inserts, commits)
+    ):
+        return False
     try:
         changes = (
             spark.read.format("delta")
@@ -243,30 +197,12 @@ def _follow_feed(
         )
         fields = [(f.name, f.dataType) for f in changes.schema.fields if f.name not in FEED_COLUMNS]
         if fields != [(f.name, f.dataType) for f in spark.read.format("delta").load(target).schema.fields]:
-            return None
-        names = [name for name, _ in fields]
-        if appends:
-            inserted = changes.where(F.col("_change_type") == "insert").select(*names)
-            _masked(inserted, doc, key).write.format("delta").mode("append").save(target)
-        else:
-            newest = Window.partitionBy(unique_key).orderBy(F.col("_commit_version").desc())
-            rows = (
-                changes.where(F.col("_change_type").isin("insert", "update_postimage"))
-                .withColumn("_newest", F.row_number().over(newest))
-                .where("_newest = 1")
-                .select(*names)
-            )
-            (
-                DeltaTable.forPath(spark, target)
-                .alias("copy")
-                .merge(_masked(rows, doc, key).alias("mart"), f"copy.`{unique_key}` = mart.`{unique_key}`")
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
-    except Exception:  # no feed over these versions (turned off, or its files vacuumed): the append or
-        return None  # merge is one commit, so nothing was written, and a whole copy is always right
-    return "appended" if appends else "merged"
+            return False
+        inserted = changes.where(F.col("_change_type") == "insert").select(*[name for name, _ in fields])
+        _masked(inserted, doc, key).write.format("delta").mode("append").save(target)
+    except Exception:  # no feed over these versions (turned off, or its files vacuumed): the append is one
+        return False  # commit, so nothing was written, and a whole copy is always right
+    return True
 
 
 def _turn_feed_on(spark: SparkSession, source: str, properties: dict[str, str]) -> bool:
@@ -289,37 +225,32 @@ def publish_mart(
     version: int,
     files_over: int,
     append_from_bytes: int = 0,
-    unique_key: str | None = None,
 ) -> Published:
-    """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended (or, for a mart
-    with a ``unique_key``, its dbt merges' new and updated rows merged on it) where its copy is the one
-    the catalog names (``before``: made from mart ``mart_id`` at ``source_version``, left at
-    ``copy_version``), the mart only gained or merged rows since and holds ``append_from_bytes`` or more
-    (a small mart's whole copy costs less than the queries an append makes), else the mart copied whole.
-    A mart whose change data feed is off (made before dbt_project.yml asked for it) gets it turned on:
-    said in the result, which the refresh logs."""
+    """Bring one copy up to ``version`` of its mart: the mart's inserted rows appended where its copy is
+    the one the catalog names (``before``: made from mart ``mart_id`` at ``source_version``, left at
+    ``copy_version``), the mart only gained rows since and holds ``append_from_bytes`` or more (a small
+    mart's whole copy costs less than the queries an append makes), else the mart copied whole. A mart whose
+    change data feed is off (made before dbt_project.yml asked for it) gets it turned on: said in the
+    result, which the refresh logs."""
     detail = spark.sql(f"DESCRIBE DETAIL {source}").first()
     mart_id = detail["id"]
     since, copy_version = before.get("source_version"), before.get("copy_version")
-    large = detail["sizeInBytes"] >= append_from_bytes
     current = (
         since is not None
         and copy_version is not None
         and before.get("mart_id") == mart_id
-        and large
+        and detail["sizeInBytes"] >= append_from_bytes
         and storage.is_dir(spark, target)
         and table_version(spark, f"delta.`{target}`") == copy_version
     )  # a kill after a copy's commit: made whole
-    how = _follow_feed(spark, source, since, version, target, doc, key, unique_key) if current else None
-    if how:
-        # each append or merge adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
+    if current and _follow_feed(spark, source, since, version, target, doc, key):
+        # each append adds files to the copy, as dbt's merges do to the mart: compacted by the marts' rule
         compaction = compact(spark, f"delta.`{target}`", files_over)
-        return Published(how, version, table_version(spark, f"delta.`{target}`"), mart_id, False, compaction)
+        return Published("appended", version, table_version(spark, f"delta.`{target}`"), mart_id, False, compaction)
     turned_on = _turn_feed_on(spark, source, detail["properties"])
     if turned_on:
         version = table_version(spark, source)
-    # deletion vectors on a copy that later deliveries may merge into (not one copied whole every time)
-    _copy_whole(spark, source, version, target, doc, key, unique_key is not None and large)
+    _copy_whole(spark, source, version, target, doc, key)
     return Published("copied", version, table_version(spark, f"delta.`{target}`"), mart_id, turned_on, None)
 
 
@@ -356,12 +287,11 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
     started = time.monotonic()
     done: dict[str, Published] = {}
     files_over, append_from_bytes = cfg.settings.gold.compact_files_over, cfg.settings.analyst.append_from_mb * 2**20
-    keys = incremental_keys()
 
     def publish(name: str) -> None:
         target, doc, last, version = todo[name]
         done[name] = published = publish_mart(
-            spark, t.gold(name), target, doc, key, last, version, files_over, append_from_bytes, keys.get(name)
+            spark, t.gold(name), target, doc, key, last, version, files_over, append_from_bytes
         )
         entries[name].update(
             source_version=published.source_version, copy_version=published.copy_version, mart_id=published.mart_id
@@ -383,11 +313,10 @@ def publish_analyst_tables(spark: SparkSession, cfg: Config, log=print, force: b
         spark, storage.join(cfg.analyst_dir, CATALOG_FILE), json.dumps(catalog, indent=1, sort_keys=True)
     )
     masked = sum(len(e["masked"]) for e in entries.values())
-    appended, merged = (sum(p.how == how for p in done.values()) for how in ("appended", "merged"))
+    appended = sum(p.how == "appended" for p in done.values())
     log(
         f"gold: {len(done)} of {len(marts)} analyst tables brought up to date in {tables_location(cfg)} "
-        f"({appended} by their mart's new rows, {merged} by its merged rows, {len(done) - appended - merged} copied "
-        f"whole; {masked} personal columns "
+        f"({appended} by their mart's new rows, {len(done) - appended} copied whole; {masked} personal columns "
         f"as keyed pseudonyms) in {time.monotonic() - started:.1f}s"
     )
     return list(done)

@@ -7,10 +7,6 @@ hundreds of files. The rule: after a successful gold build, a mart holding more 
 mart's changes, pipelines/analyst/publish.py). Reading the file counts is a look at each
 mart's Delta log (no data read); OPTIMIZE runs only where the rule says so.
 
-The same look turns on deletion vectors for a table made before dbt_project.yml asked for them (dbt
-sets a table's properties only when it creates the table), so that an older lake's merges stop
-rewriting whole files without a full refresh.
-
 OPTIMIZE packs only the files smaller than ``KEEP_FILES_FROM_BYTES``; larger ones stay as they are.
 The windowed marts (fct_background_jobs, fct_sessions) are written in time order, so that a
 delivery's merge rewrites only the files of the newest jobs and sessions; packing every file into
@@ -30,8 +26,6 @@ from pipelines.delta_util import table_names
 # Delta's OPTIMIZE leaves a file of at least this many bytes as it is (its default: 1 GB)
 MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
 KEEP_FILES_FROM_BYTES = 16 * 1024 * 1024
-# dbt_project.yml gives every table of gold and gold's staging schema this property (a test keeps them equal)
-VECTORS_PROPERTY = "delta.enableDeletionVectors"
 
 
 @dataclass(frozen=True)
@@ -53,15 +47,11 @@ def data_files(spark: SparkSession, table: str) -> int:
 
 
 def compact(
-    spark: SparkSession,
-    table: str,
-    files_over: int,
-    keep_from_bytes: int = KEEP_FILES_FROM_BYTES,
-    files: int | None = None,
+    spark: SparkSession, table: str, files_over: int, keep_from_bytes: int = KEEP_FILES_FROM_BYTES
 ) -> Compaction | None:
-    """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files
-    (``files``, where the caller read them), packing only its files smaller than ``keep_from_bytes``."""
-    before = data_files(spark, table) if files is None else files
+    """OPTIMIZE ``table`` (a name or ``delta.`path```) if it has more than ``files_over`` data files,
+    packing only its files smaller than ``keep_from_bytes``."""
+    before = data_files(spark, table)
     if before <= files_over:
         return None
     started = time.monotonic()
@@ -85,19 +75,8 @@ def log_compaction(c: Compaction, files_over: int, log=print) -> None:
 
 
 def compact_marts(spark: SparkSession, schema: str, files_over: int, log=print) -> list[Compaction]:
-    """OPTIMIZE every mart of ``schema`` with more than ``files_over`` data files, and turn deletion
-    vectors on where a mart made before has them off (one look at each mart's log for both);
-    -> what was compacted."""
-    done, turned_on = [], []
-    for name in (f"{schema}.{mart}" for mart in mart_tables(spark, schema)):
-        detail = spark.sql(f"DESCRIBE DETAIL {name}").first()
-        if (detail["properties"] or {}).get(VECTORS_PROPERTY) != "true":
-            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{VECTORS_PROPERTY}' = 'true')")
-            turned_on.append(name)
-        if c := compact(spark, name, files_over, files=detail["numFiles"]):
-            done.append(c)
-    if turned_on:
-        log(f"gold: turned on deletion vectors for {len(turned_on)} tables made before: {', '.join(turned_on)}")
+    """OPTIMIZE every mart of ``schema`` with more than ``files_over`` data files; -> what was done."""
+    done = [c for name in mart_tables(spark, schema) if (c := compact(spark, f"{schema}.{name}", files_over))]
     for c in done:
         log_compaction(c, files_over, log)
     return done

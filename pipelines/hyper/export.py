@@ -29,6 +29,7 @@ batches again on the next run (the upsert deletes before it inserts), then moves
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import uuid
@@ -41,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
 from pipelines import storage
-from pipelines.analyst.publish import analyst_tables_published, incremental_keys, read_catalog, tables_location
+from pipelines.analyst.publish import MARTS_DIR, analyst_tables_published, read_catalog, tables_location
 from pipelines.config import Config
 from pipelines.errors import InputError
 from pipelines.tables import tables
@@ -54,6 +55,7 @@ STAGING_PREFIX = ".staging-"
 STATE_SUFFIX = ".state.json"
 # a mart's row in the marks table; the row named META holds the file's key id and erasure count
 META = "*"
+_CONFIG = re.compile(r"\{\{\s*config\((?P<args>.*?)\)\s*\}\}", re.S)
 
 
 class HyperExportError(InputError):
@@ -102,6 +104,18 @@ def hyper_path(cfg: Config, out: str | None = None) -> Path:
         raise HyperExportError(f"hyper output {where}: Hyper writes a local file; give a folder on this machine")
     folder = Path(where).expanduser() if where else cfg.data_dir / "hyper"
     return (folder if folder.is_absolute() else Path.cwd() / folder) / HYPER_FILE
+
+
+def incremental_keys() -> dict[str, str]:
+    """Mart -> its unique_key, for the marts dbt builds incrementally (the config() of their SQL)."""
+    keys = {}
+    for path in sorted(MARTS_DIR.rglob("*.sql")):
+        found = _CONFIG.search(path.read_text(encoding="utf-8"))
+        if found and re.search(r"materialized\s*=\s*['\"]incremental['\"]", found["args"]):
+            key = re.search(r"unique_key\s*=\s*['\"](\w+)['\"]", found["args"])
+            if key:
+                keys[path.stem] = key[1]
+    return keys
 
 
 def hyper_frame(frame: DataFrame) -> DataFrame:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.analyst.publish import incremental_keys
 from pipelines.config import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError, one_line
 from pipelines.hyper.export import (
@@ -35,6 +34,7 @@ from pipelines.hyper.export import (
     _read_marks,
     _sql_text,
     export_hyper,
+    incremental_keys,
 )
 from pipelines.hyper.tdsx import write_tdsx
 
