@@ -17,6 +17,7 @@ import platform
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -205,24 +206,40 @@ def _newest_day(landing: Path) -> datetime:
     return datetime(int(y), int(m), int(d), tzinfo=UTC)
 
 
-def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
+def increment_days(landing: Path, events: int, seed: int = 2, days: int = 1) -> Iterator[int]:
     """``events`` more events in new files beside the data set's (removed again by _drop_increments):
-    the next day's activity, as Tableau delivers it (under the hours it makes it available). The
-    generator's ``seed`` makes its world: the data set's own seed gives the same sites and users."""
+    the next ``days`` days' activity, generated at once (no id repeats), landed a day at a time as
+    Tableau delivers it (under the hours it makes it available): each ``next`` lands the next day's
+    files and yields how many. The generator's ``seed`` makes its world: the data set's own seed gives
+    the same sites and users."""
     from devtools.sample.activity_log import generate_activity_log
 
     extra_root = landing.parent / "increment"
     shutil.rmtree(extra_root, ignore_errors=True)
-    generate_activity_log(extra_root, events, seed=seed, start=_newest_day(landing) + timedelta(days=1), days=1)
-    moved = 0
+    generate_activity_log(extra_root, events, seed=seed, start=_newest_day(landing) + timedelta(days=1), days=days)
+    by_day: dict[tuple[str, ...], list[Path]] = {}
     for path in sorted(p for p in extra_root.rglob("*") if p.is_file()):
-        target = landing / path.relative_to(extra_root)
-        target = target.with_name(f"{_INCREMENT_PREFIX}{moved:05d}-{target.name}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(path), target)
-        moved += 1
-    shutil.rmtree(extra_root, ignore_errors=True)
-    return moved
+        match = _HOUR.search(path.as_posix())
+        by_day.setdefault(match.groups()[:3] if match else (), []).append(path)  # () (no day) sorts first
+    moved = landed = 0
+    try:
+        for day in sorted(by_day):
+            for path in by_day[day]:
+                target = landing / path.relative_to(extra_root)
+                target = target.with_name(f"{_INCREMENT_PREFIX}{moved:05d}-{target.name}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(path), target)
+                moved += 1
+            if day:  # a file under no day's folder lands with the first day's
+                yield moved - landed
+                landed = moved
+    finally:
+        shutil.rmtree(extra_root, ignore_errors=True)
+
+
+def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
+    """``events`` more events for the next day, landed at once (increment_days); -> files landed."""
+    return sum(increment_days(landing, events, seed))
 
 
 def _spark_jobs(spark) -> list[dict]:

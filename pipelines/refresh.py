@@ -23,7 +23,7 @@ from pipelines.errors import InputError, one_line
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
-from pipelines.gold.run import GoldResult, build_gold
+from pipelines.gold.run import GoldResult, build_gold, merge_windows
 from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
@@ -285,10 +285,11 @@ def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) ->
             failed = sum(not o.success for o in gate.outcomes)
             log(f"quality: silver -> gold, {len(gate.outcomes)} expectations checked, {failed} failed")
     t = tables(cfg)  # the marts, and the intermediate tables dbt merges into in gold's staging schema
+    ordered = merge_windows(cfg)
     report.compactions = [
         c
         for schema in t.derived_schemas
-        for c in compact_marts(spark, schema, cfg.settings.gold.compact_files_over, log=log)
+        for c in compact_marts(spark, schema, cfg.settings.gold.compact_files_over, ordered, log=log)
     ]
     if cfg.settings.analyst.enabled:
         publish_analyst_tables(spark, cfg, log=log)

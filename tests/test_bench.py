@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from devtools.bench import _slope, delivery_batches
+
+_DAY = re.compile(r"y=\d{4}/m=\d{2}/d=\d{2}")
 
 
 def test_delivery_batches_cut_consecutive_hours_and_keep_every_file(tmp_path):
@@ -114,6 +118,7 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
             "base_s": 50.0,
             "seed_s": 1.0,
             "first_gold_s": 90.0,
+            "first": {"delivered": 9_990, "seconds": {"gold": gold * 2}, "total_s": 300.0 + history // 100_000},
             "delivered": 10_000,
             "seconds": {"bronze": 4.0, "silver": 20.0, "gold": gold},
             "total_s": 24.0 + gold,
@@ -125,9 +130,43 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
         2_000_000, 100.0, [("dim_users", "model", 25.0), ("fct_logins", "model", 5.5), ("rpt_new", "model", 2.0)]
     )
     text = render_history([small, large], load_config("test"))
-    assert "**1.25x**" in text  # 100 / 80
+    assert "**1.25x**" in text  # 100 / 80: the second delivery's
+    assert (
+        "| the first delivery: new events, gold, whole refresh | 9,990, 160.0 s, 305.0 s | 9,990, 200.0 s, 320.0 s |"
+        in text
+    )
     assert "| dim_users | model | 10.0 | 25.0 | +15.0 |" in text
     assert text.index("| dim_users |") < text.index("| rpt_new |") < text.index("| fct_logins |")
+
+
+def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
+    from devtools.bench import _drop_increments, increment_days
+    from devtools.sample.activity_log import generate_activity_log
+
+    landing = tmp_path / "landing"
+    generate_activity_log(landing, 300, seed=7, days=1)
+    before = {p for p in landing.rglob("*") if p.is_file()}
+
+    def days_landed() -> set[str]:
+        return {
+            m.group(0)
+            for p in landing.rglob("*")
+            if p.is_file() and p not in before
+            for m in [_DAY.search(p.as_posix())]
+            if m
+        }
+
+    days = increment_days(landing, 600, seed=7, days=2)
+    first = next(days)
+    assert first > 0 and len(days_landed()) == 1
+    second = next(days)
+    assert second > 0 and len(days_landed()) == 2
+    assert max(days_landed()) > min(days_landed()) > max(_DAY.search(p.as_posix()).group(0) for p in before)
+    assert len({p for p in landing.rglob("*") if p.is_file()} - before) == first + second
+    with pytest.raises(StopIteration):
+        next(days)
+    _drop_increments(landing)
+    assert {p for p in landing.rglob("*") if p.is_file()} == before
 
 
 def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tmp_path):

@@ -89,6 +89,20 @@ def dbt_log_dir(cfg: Config | None = None) -> Path:
     return _dbt_output("DBT_LOG_PATH", "logs", cfg)
 
 
+def merge_windows(cfg: Config | None = None) -> dict[str, str]:
+    """Table -> its window column, for the models configured with ``merge_window`` (macros/merge_window.sql),
+    from the manifest of dbt's last run ({} before any): the compaction keeps them in that column's order."""
+    path = dbt_target_dir(cfg) / "manifest.json"
+    if not path.is_file():
+        return {}
+    nodes = json.loads(path.read_text(encoding="utf-8"))["nodes"].values()
+    return {
+        n["alias"]: n["config"]["merge_window"]
+        for n in nodes
+        if n["resource_type"] == "model" and n["config"].get("merge_window")
+    }
+
+
 def _split_vars(args: list[str]) -> tuple[list[str], dict]:
     """``args`` without a caller's ``--vars X`` (dbt keeps only the last ``--vars``, which is conf's), and X:
     the caller's vars go over conf's (e.g. ``--vars '{access_review_as_of: "2026-06-04"}'``)."""
