@@ -70,11 +70,18 @@ def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[b
     if rows >= cfg.settings.spark.codegen_min_rows or not mine:
         yield False
         return
-    saved = {k: spark.conf.get(k, None) for k in mine}
-    for key, value in mine.items():
+    with session_conf(spark, mine):
+        yield True
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Run the block with ``settings`` on the session; its own values (or none) are put back after."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
-        yield True
+        yield
     finally:
         for key, value in saved.items():
             if value is None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from pipelines.delta_util import table_names
+from pipelines.spark_session import session_conf
 
 # Delta's OPTIMIZE leaves a file of at least this many bytes as it is (its default: 1 GB)
 MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
@@ -69,21 +70,6 @@ def _due(files: int, size: int, files_over: int, ordered_bytes: int | None) -> b
     return files > files_over + size // ordered_bytes or (files > 0 and size / files > 2 * ordered_bytes)
 
 
-def _optimize(spark: SparkSession, statement: str, settings: dict[str, int]) -> None:
-    """Run ``statement`` with ``settings`` (read when OPTIMIZE plans; nothing else runs meanwhile), put back after."""
-    previous = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, str(value))
-    try:
-        spark.sql(statement)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def compact(
     spark: SparkSession,
     table: str,
@@ -100,10 +86,13 @@ def compact(
     if not _due(before, size, files_over, ordered_bytes if ordered_by else None):
         return None
     started = time.monotonic()
+    # read when OPTIMIZE plans; nothing else runs meanwhile
     if ordered_by:
-        _optimize(spark, f"OPTIMIZE {table} ZORDER BY (`{ordered_by}`)", {MAX_FILE_SIZE: ordered_bytes})
+        with session_conf(spark, {MAX_FILE_SIZE: str(ordered_bytes)}):
+            spark.sql(f"OPTIMIZE {table} ZORDER BY (`{ordered_by}`)")
     else:
-        _optimize(spark, f"OPTIMIZE {table}", {MIN_FILE_SIZE: keep_from_bytes})
+        with session_conf(spark, {MIN_FILE_SIZE: str(keep_from_bytes)}):
+            spark.sql(f"OPTIMIZE {table}")
     return Compaction(table, before, data_files(spark, table), time.monotonic() - started, ordered_by)
 
 
