@@ -387,6 +387,7 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.activity_log.silver.replay import replay_quarantine
     from pipelines.activity_log.silver.views import ensure_event_views
     from pipelines.refresh import new_run_id
+    from pipelines.silver_stamp import wait_until_stamps_past
     from pipelines.spark_session import build_spark
     from pipelines.tables import tables
 
@@ -396,6 +397,7 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
         for r in results:
             if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
                 ensure_event_views(spark, cfg, r.family, log=log)
+        wait_until_stamps_past()  # as a refresh's silver layer: a refresh after it stamps a later second
     total = sum(r.replayed for r in results)
     log(
         f"replay-quarantine: {total} rows replayed"

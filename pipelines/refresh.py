@@ -28,6 +28,7 @@ from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
 from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
+from pipelines.silver_stamp import wait_until_stamps_past
 from pipelines.spark_session import describe_jobs, small_input_below
 from pipelines.tables import tables
 from pipelines.writeback import bronze as writeback_bronze
@@ -160,6 +161,8 @@ def _run_layer(spark: SparkSession, cfg: Config, report: RefreshReport, layer: s
         raise
     finally:
         describe_jobs(spark, None)
+        if layer == "silver":  # no gold build and no later silver run starts in a second silver stamped
+            wait_until_stamps_past()
     skipped = layer == "gold" and report.gold_skipped
     run = LayerRun(
         report.run_id,

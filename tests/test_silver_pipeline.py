@@ -17,6 +17,7 @@ from pipelines.activity_log.silver.plan import family_plan
 from pipelines.config import load_config
 from pipelines.reconcile import reconcile, reconcile_files, run_figures
 from pipelines.refresh import run_refresh
+from pipelines.silver_stamp import stamped_after
 from pipelines.tables import tables
 
 QUIET = {"log": lambda _m: None}
@@ -231,3 +232,13 @@ def test_new_bronze_rows_only_are_promoted(spark, lake):
     assert total(promoted.silver, "bronze_rows") == new_rows
     after = reconcile(spark, cfg)
     assert all(r.balanced for r in after) and total(after, "pending") == 0
+    # silver stamps whole seconds, each run later than any before it: a mark taken after the last run
+    # (gold's, the feed's) reads only the files of the rows stamped since; the others are skipped
+    events = spark.table(tables(cfg).silver_events("site"))
+    assert events.where("silver_ingest_ts != date_trunc('second', silver_ingest_ts)").isEmpty()
+    runs = events.groupBy("silver_run_id").agg(F.min("silver_ingest_ts").alias("first"), F.max("silver_ingest_ts"))
+    stamps = runs.orderBy("first").collect()
+    assert len(stamps) >= 2 and all(a[2] < b[1] for a, b in zip(stamps, stamps[1:], strict=False)), stamps
+    this_run = events.where(F.col("silver_run_id") == promoted.run_id).select(F.input_file_name()).distinct()
+    read = {os.path.basename(f) for f in events.where(stamped_after(stamps[-2][2])).inputFiles()}
+    assert read == {os.path.basename(r[0]) for r in this_run.collect()} and len(read) < len(events.inputFiles())

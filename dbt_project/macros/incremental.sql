@@ -9,6 +9,10 @@
   The mart's newest timestamp is looked up first and written into the query as a literal: a
   scalar subquery is only known once the query runs, too late for Spark to push it into the
   silver scans (Parquet row-group skipping), so every run would read all of silver's history.
+  The literal is the end of the newest's second (+ 999 ms): silver stamps whole seconds, a later
+  run a later second (pipelines/silver_stamp.py), so it selects the same rows as the newest
+  itself, and Delta, which compares a file's max with 1 ms added (delta-io/delta#2462), skips
+  every file whose rows the mart already holds instead of none.
 #}
 {% macro newer_than_mart(column='silver_ingest_ts', incremental=none, keyword='where') %}
     {%- if (is_incremental() if incremental is none else incremental) %}
@@ -29,7 +33,8 @@
         incremental mart, a changed definition (a new event type in its group, a column staging
         exposes for the first time) reaches older rows only with `--full-refresh`. -#}
     {%- set newest = newest or run_input('tests_since') -%}
-    {{ return("timestamp '" ~ newest ~ "'" if newest else floor) }}
+    {#- Spark's timestamp text: 'yyyy-MM-dd HH:mm:ss' and any fraction; the second's end -#}
+    {{ return("timestamp '" ~ newest[:19] ~ ".999'" if newest else floor) }}
 {% endmacro %}
 
 {#

@@ -25,6 +25,7 @@ from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.bronze.ledger import LANDED
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing
+from pipelines.silver_stamp import stamped_after
 from pipelines.tables import tables
 
 COMPLETENESS_SCHEMA = (
@@ -51,7 +52,7 @@ def _promoted_since(spark: SparkSession, cfg: Config, family: str, since) -> Dat
         return None
     events = spark.table(t.silver_events(family))
     if since is not None:  # silver_ingest_ts has file statistics: older files are skipped
-        events = events.where(F.col("silver_ingest_ts") > F.lit(since))
+        events = events.where(stamped_after(since))
     return events
 
 

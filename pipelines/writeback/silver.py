@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
+from pipelines.silver_stamp import ingest_stamp
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
@@ -265,7 +266,7 @@ class WritebackPromotion:
 
 
 def _with_run(df: DataFrame, run_id: str) -> DataFrame:
-    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", F.current_timestamp())
+    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
 
 
 def ensure_writeback_tables(spark: SparkSession, t: Tables) -> None:

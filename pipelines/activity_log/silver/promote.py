@@ -40,6 +40,7 @@ from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
+from pipelines.silver_stamp import ingest_stamp
 from pipelines.spark_session import describe_jobs, small_input_below
 from pipelines.tables import Tables, tables
 
@@ -111,7 +112,7 @@ def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
 
 
 def _with_run(df: DataFrame, run_id: str) -> DataFrame:
-    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", F.current_timestamp())
+    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
 
 
 def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
@@ -196,7 +197,7 @@ def promote_batch(
     quarantine = (
         quarantine_of(staged, family)
         .withColumn("silver_run_id", F.lit(run_id))
-        .withColumn("silver_ingest_ts", F.current_timestamp())
+        .withColumn("silver_ingest_ts", ingest_stamp())
     )
     # Decide each event's fate on narrow columns only; materialised before any write, because
     # the writes change what "already in silver" means.
