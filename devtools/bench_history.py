@@ -9,8 +9,8 @@ deliveries of ``--delivery`` new events each, the two days after the newest, eac
 every layer. The figure compared is the second delivery's gold time (dbt build, gate, analysts'
 copies), with dbt's slowest models at both sizes: the ones that grow are the ones still recomputing
 history. The second, because an hourly lake's deliveries follow other deliveries; the first after
-the seeding is shown beside it: it reads every seeded silver file once more (each holds the marts'
-newest silver_ingest_ts, which Delta's millisecond statistics cannot skip; docs/performance.md).
+the seeding is shown beside it (it once read every seeded silver file again, each holding the marts'
+newest silver_ingest_ts, until gold's marks became the end of that second: pipelines/silver_stamp.py).
 """
 
 from __future__ import annotations
