@@ -33,13 +33,12 @@ def ingest_stamp() -> Column:
     return F.timestamp_seconds(F.lit(second))
 
 
-def wait_until_stamps_past() -> float:
-    """Sleep until every stamp handed out is in the past; -> the seconds slept (0 after any silver
-    run that took a second since its last stamp)."""
+def wait_until_stamps_past() -> None:
+    """Sleep until every stamp handed out is in the past (no wait after a silver run that took a
+    second since its last stamp)."""
     delay = _issued - time.time()
     if delay > 0:
         time.sleep(delay)
-    return max(delay, 0.0)
 
 
 def stamped_after(newest) -> Column:

@@ -194,11 +194,7 @@ def promote_batch(
     result.bronze_rows = staged.count()
     step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     events = events_of(staged)
-    quarantine = (
-        quarantine_of(staged, family)
-        .withColumn("silver_run_id", F.lit(run_id))
-        .withColumn("silver_ingest_ts", ingest_stamp())
-    )
+    quarantine = _with_run(quarantine_of(staged, family), run_id)
     # Decide each event's fate on narrow columns only; materialised before any write, because
     # the writes change what "already in silver" means.
     decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
