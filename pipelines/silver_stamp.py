@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 _issued = 0  # the newest stamp this process has handed out, in epoch seconds
@@ -31,6 +31,11 @@ def ingest_stamp() -> Column:
     second = math.floor(time.time()) + 1
     _issued = max(_issued, second)
     return F.timestamp_seconds(F.lit(second))
+
+
+def with_silver_run(df: DataFrame, run_id: str) -> DataFrame:
+    """``df`` with silver's lineage columns: the run that wrote it and its stamp (every silver writer)."""
+    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
 
 
 def wait_until_stamps_past() -> None:

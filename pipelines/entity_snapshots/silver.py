@@ -24,7 +24,7 @@ from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing, ensure_schema, latest_commits, table_version
 from pipelines.entity_snapshots.history import changes, keyed, payload_columns
-from pipelines.silver_stamp import ingest_stamp
+from pipelines.silver_stamp import with_silver_run
 from pipelines.tables import Tables, tables
 
 APPLIED, LATE, PENDING = "applied", "late", "pending"
@@ -209,7 +209,7 @@ def _apply(
             [], "site_luid string, entity_key string, row_hash string, valid_from timestamp"
         )
     versions, closings = changes(rows, hours, open_versions)
-    versions = versions.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
+    versions = with_silver_run(versions, run_id)
     versions, closings = versions.localCheckpoint(), closings.localCheckpoint()
     out.versions_added, out.versions_closed = versions.count(), closings.count()
     if not exists:

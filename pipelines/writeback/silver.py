@@ -44,7 +44,7 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
-from pipelines.silver_stamp import ingest_stamp
+from pipelines.silver_stamp import with_silver_run
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
@@ -265,16 +265,12 @@ class WritebackPromotion:
     skipped_reason: str | None = None
 
 
-def _with_run(df: DataFrame, run_id: str) -> DataFrame:
-    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
-
-
 def ensure_writeback_tables(spark: SparkSession, t: Tables) -> None:
     ensure_schema(spark, t.silver_schema)
     frames = to_writeback_silver(spark.table(t.writeback_raw).limit(0))
     for name, frame in ((t.writeback_audit, frames.audit), (t.writeback_quarantine, frames.quarantine)):
         if not spark.catalog.tableExists(name):
-            _with_run(frame, "").write.format("delta").mode("ignore").saveAsTable(name)
+            with_silver_run(frame, "").write.format("delta").mode("ignore").saveAsTable(name)
 
 
 def promote_batch(spark: SparkSession, t: Tables, batch: DataFrame, run_id: str) -> WritebackPromotion:
@@ -287,9 +283,9 @@ def promote_batch(spark: SparkSession, t: Tables, batch: DataFrame, run_id: str)
     copies = bronze.join(ids, key == F.col("_key"), "left_semi").unionByName(batch.where(key.isNull()))
     frames = split_classified(classify(copies).localCheckpoint())  # typed once, used twice
     existing = spark.table(t.writeback_audit).select("id", F.lit(True).alias("_existing"))
-    audit = _with_run(frames.audit, run_id).join(existing, "id", "left").localCheckpoint()
+    audit = with_silver_run(frames.audit, run_id).join(existing, "id", "left").localCheckpoint()
     quarantine = (
-        _with_run(frames.quarantine, run_id)
+        with_silver_run(frames.quarantine, run_id)
         .join(spark.table(t.writeback_quarantine).select("bronze_id"), "bronze_id", "left_anti")
         .localCheckpoint()
     )

@@ -40,7 +40,7 @@ from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.silver_stamp import ingest_stamp
+from pipelines.silver_stamp import with_silver_run
 from pipelines.spark_session import describe_jobs, small_input_below
 from pipelines.tables import Tables, tables
 
@@ -111,19 +111,15 @@ def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
     return spark.table(tables(cfg).bronze_raw(family)).limit(0)
 
 
-def _with_run(df: DataFrame, run_id: str) -> DataFrame:
-    return df.withColumn("silver_run_id", F.lit(run_id)).withColumn("silver_ingest_ts", ingest_stamp())
-
-
 def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
     t = tables(cfg)
     for schema in (t.silver_schema, t.ops_schema):
         ensure_schema(spark, schema)
     frames = to_silver(_empty_bronze(spark, cfg, family), family)
-    events = _with_run(frames.events, "")
+    events = with_silver_run(frames.events, "")
     _create_table_like(spark, t.silver_events(family), events, "event_date")
     _set_stats_columns(spark, t.silver_events(family), cfg.settings.silver.stats_columns)
-    _create_table_like(spark, t.quarantine, _with_run(frames.quarantine, ""), None)
+    _create_table_like(spark, t.quarantine, with_silver_run(frames.quarantine, ""), None)
     _create_table_like(spark, t.duplicates, _duplicates_frame(events, "same_batch"), None)
     _create_table_like(spark, t.silver_batches, spark.createDataFrame([], _BATCH_SCHEMA), None)
 
@@ -190,11 +186,11 @@ def promote_batch(
     describe_jobs(spark, f"silver: {family}: typing (into the cache)")
 
     # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
-    staged = _with_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+    staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     result.bronze_rows = staged.count()
     step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     events = events_of(staged)
-    quarantine = _with_run(quarantine_of(staged, family), run_id)
+    quarantine = with_silver_run(quarantine_of(staged, family), run_id)
     # Decide each event's fate on narrow columns only; materialised before any write, because
     # the writes change what "already in silver" means.
     decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()

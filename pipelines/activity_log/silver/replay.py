@@ -34,7 +34,6 @@ from pipelines.activity_log.silver.promote import (
     _append,
     _create_table_like,
     _duplicates_frame,
-    _with_run,
     ensure_silver_tables,
     existing_keys,
 )
@@ -51,6 +50,7 @@ from pipelines.activity_log.silver.transform import (
 )
 from pipelines.config import Config
 from pipelines.quality.frames import silver_events_frame
+from pipelines.silver_stamp import with_silver_run
 from pipelines.tables import Tables, tables
 
 if TYPE_CHECKING:
@@ -123,9 +123,9 @@ def replay_family(
     app_id = _app_id(spark, cfg, f"{family}_replay")
 
     bronze_rows = spark.table(t.bronze_raw(family)).join(candidates, "bronze_id", "left_semi")
-    staged = _with_run(stage(bronze_rows, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+    staged = with_silver_run(stage(bronze_rows, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     events = events_of(staged)
-    requarantine = _with_run(quarantine_of(staged, family), run_id)
+    requarantine = with_silver_run(quarantine_of(staged, family), run_id)
     decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
     counts = {r["decision"]: r["n"] for r in decisions.groupBy("decision").agg(F.count("*").alias("n")).collect()}
     not_new = F.broadcast(decisions.where(F.col("decision") != NEW))
