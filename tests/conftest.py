@@ -210,7 +210,6 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     environ["AUDITLAKE__ANALYST__DIR"] = str(analyst_dir)
     environ["AUDITLAKE__GOLD__DATA_TESTS"] = "true"  # the gold tests check dbt's data tests (first build)
     environ["AUDITLAKE__ANALYST__APPEND_FROM_MB"] = "0"  # its marts are small: the copies' appends are tested
-    environ["AUDITLAKE__SILVER__EVENT_VIEWS"] = "true"  # and read silver's event views
     export = tmp_path_factory.mktemp("gold_writeback") / "historical_audit.ndjson"  # written after day one
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     cfg = load_config("test", environ=environ)
