@@ -24,16 +24,8 @@ export AUDITLAKE_PSEUDONYM_KEY ?= $(shell mkdir -p data && { test -s $(DEMO_KEY)
 demo: setup
 	@$(BIN)/auditlake --env demo demo
 
-# The SQL lint (lint-sql, below: about 50 s, most of it dbt compiling the project in a Spark session
-# of its own) runs beside the suite rather than before it; its report follows the suite's, and
-# either one failing fails the command.
-test: setup pg-deps ldap-deps clients lint
-	@echo "$(SQLFLUFF_SAYS) (beside the tests; its report follows theirs)"
-	@mkdir -p .cache && { ( $(SQLFLUFF) ) > .cache/lint-sql.log 2>&1 & sql=$$!; \
-	  PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not e2e" $(PYTEST_ARGS); tests=$$?; \
-	  wait $$sql; lint=$$?; echo "== $(SQLFLUFF_SAYS) =="; cat .cache/lint-sql.log; \
-	  [ $$lint -eq 0 ] || echo "make lint-sql failed (its report above)" >&2; \
-	  [ $$tests -eq 0 ] && [ $$lint -eq 0 ]; }
+test: setup pg-deps ldap-deps clients lint lint-sql
+	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not e2e" $(PYTEST_ARGS)
 
 # The end-to-end chains of processes `make test` leaves out (marker e2e: the kill-and-rerun chain of a
 # refresh and an erasure, the refresh with the lake in S3, the refresh on a standalone cluster, a refresh
@@ -101,11 +93,9 @@ format: $(STAMP)
 
 # sqlfluff with the dbt templater compiles the project (target `local`: its own Spark session
 # on the embedded metastore under data/, so not while a refresh runs).
-SQLFLUFF_SAYS := sqlfluff lint dbt_project/ (dialect sparksql, templater dbt)
-SQLFLUFF := cd dbt_project && ../$(BIN)/sqlfluff lint --disable-progress-bar models
 lint-sql: setup
-	@echo "$(SQLFLUFF_SAYS)"
-	@$(SQLFLUFF)
+	@echo "sqlfluff lint dbt_project/ (dialect sparksql, templater dbt)"
+	@cd dbt_project && ../$(BIN)/sqlfluff lint --disable-progress-bar models
 
 # Benchmarks (not tests): figures go to docs/performance.md. `make bench BENCH="--layer all --batches 10"`
 BENCH ?= --layer ingest --events 1000000
