@@ -216,6 +216,21 @@ def test_an_interrupted_apply_is_finished_once(spark, snapshot_lake):
     assert current == {U1}  # u2 and u3 are gone from the snapshot at 4
 
 
+def test_a_snapshot_that_changes_nothing_is_applied_without_a_commit(spark, snapshot_lake):
+    """The hour is recorded applied; the history keeps its versions and gets no commit."""
+    cfg, landing, _, _ = snapshot_lake
+    t = tables(cfg)
+    versions = spark.sql(f"DESCRIBE HISTORY {t.entity_history('users')}").count()
+    rows = _history(spark, cfg).count()
+    write_snapshot(landing, _hour(5), "users", [user(U1, "Creator")])  # as at 4
+    (promotion,) = [p for p in _run(spark, cfg) if p.entity_type == "users"]
+    assert (promotion.hours_applied, promotion.versions_added, promotion.versions_closed) == (1, 0, 0)
+    assert spark.sql(f"DESCRIBE HISTORY {t.entity_history('users')}").count() == versions
+    assert _history(spark, cfg).count() == rows
+    applied = spark.table(t.snapshot_hours).where(F.col("snapshot_hour") == F.lit(_hour(5)))
+    assert [r["status"] for r in applied.collect()] == [APPLIED]
+
+
 def test_reconcile_covers_the_snapshot_files_and_rows(spark, snapshot_lake):
     cfg = snapshot_lake[0]
     files = reconcile_files(spark, cfg)

@@ -43,44 +43,62 @@ def keyed(snapshots: DataFrame, key_columns: list[str]) -> DataFrame:
     return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
 
 
-def changes(rows: DataFrame, hours: DataFrame, open_versions: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """-> (new versions, closings).
+# a row key's sequence of contents: one per entity type, site and key
+SEQUENCE = ("entity_type", "site_luid", "entity_key")
 
-    ``rows``: ``keyed`` rows of the snapshots to apply; ``hours``: (site_luid, snapshot_hour) of
-    those snapshots, each later than every hour applied before for its site; ``open_versions``:
-    the history's current versions (site_luid, entity_key, row_hash, valid_from).
-    New versions carry every column; a closing is (site_luid, entity_key, valid_from, valid_to) of
-    an open version that a snapshot ended."""
+
+def transitions(keys: DataFrame, hours: DataFrame, open_versions: DataFrame) -> DataFrame:
+    """-> one row per change of a key's content at the hours applied, every entity type at once:
+    (entity_type, site_luid, entity_key, snapshot_hour, row_hash, valid_to, closes).
+
+    ``keys``: (entity_type, site_luid, entity_key, snapshot_hour, row_hash) of the ``keyed`` rows to
+    apply; ``hours``: (entity_type, site_luid, snapshot_hour) of those snapshots, each later than every
+    hour applied before for its type and site; ``open_versions``: the histories' current versions
+    (entity_type, site_luid, entity_key, row_hash, valid_from).
+    A change with a ``row_hash`` starts a version (``valid_to``: the key's next change, NULL while
+    current); one without is the key's absence. ``closes``: on a key's first change, the ``valid_from``
+    of the open version it ends (NULL when none was open)."""
     prior = open_versions.select(
-        "site_luid", "entity_key", "row_hash", F.col("valid_from").alias("snapshot_hour"), F.lit(True).alias("_prior")
+        *SEQUENCE, "row_hash", F.col("valid_from").alias("snapshot_hour"), F.lit(True).alias("_prior")
     )
-    keys = rows.select("site_luid", "entity_key").union(prior.select("site_luid", "entity_key")).distinct()
+    every_key = keys.select(*SEQUENCE).union(prior.select(*SEQUENCE)).distinct()
     # every key of a site at every new hour of that site: a key missing from a snapshot is absent
     grid = (
-        keys.join(hours, "site_luid")
-        .join(
-            rows.select("site_luid", "entity_key", "snapshot_hour", "row_hash"),
-            ["site_luid", "entity_key", "snapshot_hour"],
-            "left",
-        )
+        every_key.join(hours, ["entity_type", "site_luid"])
+        .join(keys, [*SEQUENCE, "snapshot_hour"], "left")
         .withColumn("_prior", F.lit(False))
     )
-    sequence = grid.unionByName(prior)
-    by_key = Window.partitionBy("site_luid", "entity_key").orderBy("snapshot_hour")
-    moved = sequence.withColumn("_before", F.lag("row_hash").over(by_key)).where(
-        ~F.col("_prior") & ~F.col("row_hash").eqNullSafe(F.col("_before"))
+    by_key = Window.partitionBy(*SEQUENCE).orderBy("snapshot_hour")
+    moved = (
+        grid.unionByName(prior)
+        .withColumn("_before", F.lag("row_hash").over(by_key))
+        .withColumn(
+            "_open_from", F.max(F.when(F.col("_prior"), F.col("snapshot_hour"))).over(Window.partitionBy(*SEQUENCE))
+        )
+        .where(~F.col("_prior") & ~F.col("row_hash").eqNullSafe(F.col("_before")))
     )
-    moved = moved.withColumn("valid_to", F.lead("snapshot_hour").over(by_key))
-    versions = (
+    return moved.select(
+        *SEQUENCE,
+        "snapshot_hour",
+        "row_hash",
+        F.lead("snapshot_hour").over(by_key).alias("valid_to"),
+        F.when(F.lag("snapshot_hour").over(by_key).isNull(), F.col("_open_from")).alias("closes"),
+    )
+
+
+def new_versions(moved: DataFrame, rows: DataFrame) -> DataFrame:
+    """One type's ``transitions`` that start a version, with the delivered columns of its ``keyed`` rows."""
+    return (
         moved.where(F.col("row_hash").isNotNull())
         .select("site_luid", "entity_key", "snapshot_hour", "valid_to")
         .join(rows, ["site_luid", "entity_key", "snapshot_hour"])
         .withColumnRenamed("snapshot_hour", "valid_from")
         .withColumn("is_current", F.col("valid_to").isNull())
     )
-    closings = (
-        moved.groupBy("site_luid", "entity_key")
-        .agg(F.min("snapshot_hour").alias("valid_to"))
-        .join(open_versions.select("site_luid", "entity_key", "valid_from"), ["site_luid", "entity_key"])
+
+
+def closings(moved: DataFrame) -> DataFrame:
+    """One type's open versions that its ``transitions`` end: (site_luid, entity_key, valid_from, valid_to)."""
+    return moved.where(F.col("closes").isNotNull()).select(
+        "site_luid", "entity_key", F.col("closes").alias("valid_from"), F.col("snapshot_hour").alias("valid_to")
     )
-    return versions, closings

@@ -8,8 +8,9 @@ once, also when killed: the hours of every type are written ``pending`` first (o
 history's commit names the run (Delta ``userMetadata``), and the hours are marked applied (one
 commit); a later run finds a pending run's commit in each type's history or not, marking its hours
 applied or applying them again. The types share their reads of ``ops.snapshot_hours`` and its two
-commits: each commit costs about a second whatever its size, and a snapshot delivery brings every
-type at once."""
+commits, and one job that finds every type's changes: each commit or job costs about a second whatever
+its size, and a snapshot delivery brings every type at once. A type whose snapshots changed nothing
+gets no commit."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing, ensure_schema, latest_commits, table_version
-from pipelines.entity_snapshots.history import changes, keyed, payload_columns
+from pipelines.entity_snapshots.history import closings, keyed, new_versions, payload_columns, transitions
 from pipelines.silver_stamp import with_silver_run
+from pipelines.spark_session import small_input_below
 from pipelines.tables import Tables, tables
 
 APPLIED, LATE, PENDING = "applied", "late", "pending"
@@ -151,6 +153,8 @@ def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], ru
             f"silver: entity {e}: {len(hours)} snapshots older than their site's last "
             "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)"
         )
+    for e in apply:
+        _check_keys(spark, cfg, t, e)
     _record_hours(
         spark,
         t,
@@ -158,64 +162,106 @@ def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], ru
         + [(r, PENDING) for hours in apply.values() for r in hours],
         run_id,
     )
-    for e in types:
-        if apply.get(e):
-            _apply(spark, cfg, t, e, _new_bronze(spark, t, e, state), apply[e], run_id, outs[e], log)
     if apply:
+        # a snapshot is a site's whole state: the open versions are about one snapshot's rows, so the
+        # rows read say whether the small-input settings fit
+        with small_input_below(spark, cfg, sum(r["rows"] for hours in apply.values() for r in hours)):
+            _apply(spark, cfg, t, apply, state, run_id, outs, log)
         spark.sql(
             f"UPDATE {t.snapshot_hours} SET status = '{APPLIED}' WHERE status = '{PENDING}' AND run_id = '{run_id}'"
         )
 
 
-def _apply(
-    spark: SparkSession,
-    cfg: Config,
-    t: Tables,
-    entity_type: str,
-    bronze: DataFrame,
-    apply: list,
-    run_id: str,
-    out: SnapshotPromotion,
-    log,
-) -> None:
-    """One entity type's snapshots ``apply`` (rows of site_luid, snapshot_hour, rows) into its history,
-    in one commit that names the run."""
-    out.hours_applied, out.rows_read = len(apply), sum(r["rows"] for r in apply)
-    hours = spark.createDataFrame(
-        [(r["site_luid"], r["snapshot_hour"]) for r in apply], "site_luid string, snapshot_hour timestamp"
-    )
-    snapshots = bronze.join(
-        hours.withColumnRenamed("site_luid", "snapshot_site_luid"), ["snapshot_site_luid", "snapshot_hour"]
-    )
-    wanted = key_columns(cfg, entity_type)
-    missing = [k for k in wanted if k not in payload_columns(snapshots)]
+def _check_keys(spark: SparkSession, cfg: Config, t: Tables, entity_type: str) -> None:
+    delivered = payload_columns(spark.table(t.bronze_entity(entity_type)))
+    missing = [k for k in key_columns(cfg, entity_type) if k not in delivered]
     if missing:
         raise ValueError(
             f"entity snapshots {entity_type}: no key column {', '.join(missing)} in the files; set "
             f"snapshots.keys.{entity_type} in conf to the columns that identify a row "
-            f"(the files have: {', '.join(payload_columns(snapshots))})"
+            f"(the files have: {', '.join(delivered)})"
         )
-    rows = keyed(snapshots, wanted).localCheckpoint()
-    history = t.entity_history(entity_type)
-    exists = spark.catalog.tableExists(history)
-    if exists:
-        open_versions = (
-            spark.table(history)
+
+
+def _apply(
+    spark: SparkSession, cfg: Config, t: Tables, apply: dict[str, list], state: _State, run_id: str, outs: dict, log
+) -> None:
+    """The snapshots ``apply`` ({entity type: rows of site_luid, snapshot_hour, rows}) into their
+    histories: the changes of every type found in one job, then one commit per type that names the run
+    (none for a type whose snapshots changed nothing)."""
+    hours = spark.createDataFrame(
+        [(e, r["site_luid"], r["snapshot_hour"]) for e, rows in apply.items() for r in rows],
+        "entity_type string, site_luid string, snapshot_hour timestamp",
+    )
+    rows = {}
+    for e, delivered in apply.items():
+        outs[e].hours_applied, outs[e].rows_read = len(delivered), sum(r["rows"] for r in delivered)
+        snapshots = _new_bronze(spark, t, e, state).join(
+            hours.where(F.col("entity_type") == e).select(
+                F.col("site_luid").alias("snapshot_site_luid"), "snapshot_hour"
+            ),
+            ["snapshot_site_luid", "snapshot_hour"],
+        )
+        rows[e] = keyed(snapshots, key_columns(cfg, e))
+    keys = reduce(
+        DataFrame.union,
+        [
+            r.select(F.lit(e).alias("entity_type"), "site_luid", "entity_key", "snapshot_hour", "row_hash")
+            for e, r in rows.items()
+        ],
+    )
+    histories = {e: t.entity_history(e) for e in apply}
+    existing = {e for e, history in histories.items() if spark.catalog.tableExists(history)}
+    open_versions = reduce(
+        DataFrame.union,
+        [
+            spark.table(histories[e])
             .where(F.col("valid_to").isNull())
-            .select("site_luid", "entity_key", "row_hash", "valid_from")
+            .select(F.lit(e).alias("entity_type"), "site_luid", "entity_key", "row_hash", "valid_from")
+            for e in sorted(existing)
+        ],
+        spark.createDataFrame(
+            [], "entity_type string, site_luid string, entity_key string, row_hash string, valid_from timestamp"
+        ),
+    )
+    moved = transitions(keys.localCheckpoint(), hours, open_versions).localCheckpoint()
+    counts = {
+        r["entity_type"]: (r["versions"], r["closed"])
+        for r in moved.groupBy("entity_type")
+        .agg(
+            F.count(F.col("row_hash")).alias("versions"),
+            F.count(F.col("closes")).alias("closed"),
         )
-    else:
-        open_versions = spark.createDataFrame(
-            [], "site_luid string, entity_key string, row_hash string, valid_from timestamp"
+        .collect()
+    }
+    for e in sorted(apply):
+        out = outs[e]
+        out.versions_added, out.versions_closed = counts.get(e, (0, 0))
+        of_type = moved.where(F.col("entity_type") == e)
+        versions = with_silver_run(new_versions(of_type, rows[e]), run_id)
+        _write(spark, histories[e], e in existing, versions, closings(of_type), out, run_id)
+        log(
+            f"silver: entity {e}: {out.hours_applied} snapshots ({out.rows_read} rows) applied: "
+            f"{out.versions_added} new versions, {out.versions_closed} closed -> {histories[e]}"
         )
-    versions, closings = changes(rows, hours, open_versions)
-    versions = with_silver_run(versions, run_id)
-    versions, closings = versions.localCheckpoint(), closings.localCheckpoint()
-    out.versions_added, out.versions_closed = versions.count(), closings.count()
+
+
+def _write(
+    spark: SparkSession,
+    history: str,
+    exists: bool,
+    versions: DataFrame,
+    closed: DataFrame,
+    out: SnapshotPromotion,
+    run_id: str,
+) -> None:
+    """One type's new versions and closings, in one commit that names the run."""
     if not exists:
         # created empty first: a kill between a CREATE TABLE AS's commit and the metastore's name would
         # leave rows no table points at (pipelines/recovery.py)
         versions.limit(0).write.format("delta").saveAsTable(history)
+    if out.versions_added == out.versions_closed == 0:
+        return  # nothing changed: no commit (a run killed before its hours are marked applies them again)
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", COMMIT_MARK + run_id)
     try:
         if out.versions_closed == 0:
@@ -224,7 +270,7 @@ def _apply(
             versions.write.format("delta").mode("append").option("mergeSchema", "true").saveAsTable(history)
         else:
             source = versions.withColumn("_closing", F.lit(False)).unionByName(
-                closings.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)),
+                closed.withColumn("is_current", F.lit(False)).withColumn("_closing", F.lit(True)),
                 allowMissingColumns=True,
             )
             (
@@ -241,10 +287,6 @@ def _apply(
             )
     finally:
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-    log(
-        f"silver: entity {entity_type}: {len(apply)} snapshots ({out.rows_read} rows) applied: "
-        f"{out.versions_added} new versions, {out.versions_closed} closed -> {history}"
-    )
 
 
 def _record_hours(spark: SparkSession, t: Tables, hours: list[tuple], run_id: str) -> None:
