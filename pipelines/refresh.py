@@ -256,8 +256,8 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
 
 def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
     _require_silver(spark, cfg)
-    inputs = gold_inputs.current_inputs(spark, cfg)
-    if inputs == gold_inputs.last_built(spark, cfg) and _gold_tables_exist(spark, cfg):
+    inputs, last = gold_inputs.current_inputs(spark, cfg), gold_inputs.last_built(spark, cfg)
+    if inputs == last and _gold_tables_exist(spark, cfg):
         report.gold_skipped = True
         log("gold: skipped: silver, the dbt project and its settings are as they were at the last gold build")
         if cfg.settings.analyst.enabled and not analyst_tables_published(spark, cfg):  # a lake from before
@@ -268,15 +268,17 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     # gold over a small silver runs with the small-input settings: planning and compiling its ~150 queries
     # the adaptive, compiled way would cost more than they take
     with small_input_below(spark, cfg, _silver_rows(spark, cfg)):
-        _build_gold(spark, cfg, report, log)
+        _build_gold(spark, cfg, report, log, gold_inputs.unmoved_tables(last, inputs))
     gold_inputs.record_built(spark, cfg, inputs)
     feed.log_quiet_sites(spark, cfg, log=log)
 
 
-def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log) -> None:
-    """dbt's build, the silver -> gold gate, compaction and the analysts' copies."""
+def _build_gold(spark: SparkSession, cfg: Config, report: RefreshReport, log, unmoved: set[str]) -> None:
+    """dbt's build (without what reads only the silver tables ``unmoved`` since the last build), the
+    silver -> gold gate, compaction and the analysts' copies."""
     # silver rows promoted before the last successful gold build were tested by it
-    report.gold = build_gold(spark, cfg, log=log, tests_since=last_success_start(spark, cfg, "gold"))
+    since = last_success_start(spark, cfg, "gold")
+    report.gold = build_gold(spark, cfg, log=log, tests_since=since, unmoved=unmoved)
     # counted once (all of history, per mart) for both the gate and the run log's figures
     report.reconciliation = reconciliation_frame(spark, cfg)
     if cfg.settings.quality.enabled:

@@ -49,6 +49,16 @@ def current_inputs(spark: SparkSession, cfg: Config) -> dict:
     }
 
 
+def unmoved_tables(last: dict | None, now: dict) -> set[str]:
+    """The silver tables at the Delta version the last build read, when nothing but silver's versions
+    changed since (the same project, vars and schema): what only they feed would come out the same
+    (pipelines/gold/selection.py). Empty when anything else changed, or before a first build."""
+    if not last or any(last.get(key) != value for key, value in now.items() if key != "silver_versions"):
+        return set()
+    before = last.get("silver_versions") or {}
+    return {name for name, version in now["silver_versions"].items() if before.get(name) == version}
+
+
 def _path(cfg: Config) -> str:
     return storage.join(cfg.checkpoint_dir, "gold_inputs.json")
 

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import Config
 from pipelines.errors import CheckFailed, UsageError
+from pipelines.gold.selection import moved_sources_selection
 from pipelines.project import DBT_DIR, INSTALLED
 
 # a build's inputs that change every build, for dbt's macros (macros/run_inputs.sql reads this name)
@@ -173,13 +174,19 @@ def run_dbt(
 
 
 def build_gold(
-    spark: SparkSession, cfg: Config, full_refresh: bool = False, log=print, tests_since: str | None = None
+    spark: SparkSession,
+    cfg: Config,
+    full_refresh: bool = False,
+    log=print,
+    tests_since: str | None = None,
+    unmoved: set[str] | frozenset[str] = frozenset(),
 ) -> GoldResult:
     """``dbt build``: every mart, incrementally unless ``full_refresh``, with its data tests; the tests
     of the staging views and incremental marts only over silver rows promoted after ``tests_since``
-    when given. dbt's unit tests check the SQL, not the data: they run in the test suite and with
-    ``auditlake gold dbt test --select test_type:unit``, not on every refresh (a sixth of a build's time);
-    the data tests only while ``gold.data_tests``."""
+    when given; without the nodes that read only the silver tables ``unmoved`` since the last build
+    (``inputs.unmoved_tables``; pipelines/gold/selection.py). dbt's unit tests check the SQL, not the
+    data: they run in the test suite and with ``auditlake gold dbt test --select test_type:unit``, not on
+    every refresh (a sixth of a build's time); the data tests only while ``gold.data_tests``."""
     data_tests = cfg.settings.gold.data_tests
     skipped = ["unit_test"] if data_tests else ["unit_test", "test"]
     args = ["build", "--quiet", "--exclude-resource-type", *skipped] + (["--full-refresh"] if full_refresh else [])
@@ -189,6 +196,10 @@ def build_gold(
         else f"; tests of staging and incremental marts over silver rows since {tests_since}"
     )
     since += "" if data_tests else "; no data tests (gold.data_tests: false)"
+    selection = None if full_refresh else moved_sources_selection(dbt_target_dir(cfg) / "manifest.json", unmoved)
+    if selection:
+        args += ["--select", *selection[0]]
+        since += f"; what reads only {', '.join(selection[1])} left as built (unchanged since the last build)"
     log(f"gold: dbt build{' --full-refresh' if full_refresh else ''} ({DBT_DIR.name}/){since}")
     result = run_dbt(spark, cfg, args, tests_since=None if full_refresh else tests_since)
     figures = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
