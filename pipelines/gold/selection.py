@@ -42,9 +42,9 @@ def moved_sources_selection(manifest_path: Path, unmoved: set[str]) -> tuple[lis
     if not manifest_path.is_file():
         return None
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    sources = _sources(manifest)
-    kept = sorted(uid for uid, table in sources.items() if table not in {u.lower() for u in unmoved})
-    left_out = sorted({table for table in sources.values() if table in {u.lower() for u in unmoved}})
+    sources, unmoved = _sources(manifest), {name.lower() for name in unmoved}
+    kept = sorted(uid for uid, table in sources.items() if table not in unmoved)
+    left_out = sorted({table for table in sources.values() if table in unmoved})
     if not left_out or not kept:
         return None
     # source.<project>.<source name>.<table name>
