@@ -267,8 +267,11 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
     gold_inputs.forget_built(spark, cfg)
     # gold over a small silver runs with the small-input settings: planning and compiling its ~150 queries
     # the adaptive, compiled way would cost more than they take
+    unmoved = gold_inputs.unmoved_tables(last, inputs)
+    if unmoved and not _gold_tables_exist(spark, cfg):  # marts gone (dropped, or a lake restored): all of them
+        unmoved = set()
     with small_input_below(spark, cfg, _silver_rows(spark, cfg)):
-        _build_gold(spark, cfg, report, log, gold_inputs.unmoved_tables(last, inputs))
+        _build_gold(spark, cfg, report, log, unmoved)
     gold_inputs.record_built(spark, cfg, inputs)
     feed.log_quiet_sites(spark, cfg, log=log)
 
