@@ -7,7 +7,8 @@ copies). Runs: the first load, a refresh with nothing new (which stops before Sp
 with ``--force`` (every layer), a delivery of ``--delivery`` new events for the next day, and nothing
 new again; then the same kinds of run in one ``refresh --every``
 process (its JVM warm between runs). For the delivery's run it keeps where the time went: the
-gaps between the command's own progress lines, and dbt's thread-seconds by kind and slowest node.
+gaps between the command's own progress lines, dbt's thread-seconds by kind and slowest node, and
+dbt's floor for the same mix of nodes (devtools/bench_dbt_floor.py).
 Targets (issue 30): the delivery's refresh at most 2x a refresh with nothing new; the first load
 at most 60 s and nothing new at most 10 s on a quiet machine like the one docs/performance.md names.
 """
@@ -25,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from devtools.bench import _dbt_node_seconds, _machine, _newest_day
+from devtools.bench_dbt_floor import node_mix
 from pipelines.config import Config
 from pipelines.project import home
 
@@ -75,7 +77,21 @@ def _dbt_figures(target_dir: Path) -> dict:
         "elapsed_s": float(results.get("elapsed_time") or 0),
         "kinds": {k: (len(v), sum(v)) for k, v in kinds.items()},
         "slowest": [(secs, kind, name) for name, kind, secs in nodes[:8]],
+        "mix": node_mix(json.loads((target_dir / "manifest.json").read_text()), results),
     }
+
+
+def _dbt_floor(env: dict[str, str], mix: dict[str, int], log) -> dict:
+    """dbt's floor for the delivery's mix of nodes, in a process of its own on the bench's lake
+    (devtools/bench_dbt_floor.py)."""
+    log(f"bench [refresh]: dbt's floor for the delivery's nodes ({mix})")
+    command = [sys.executable, "-m", "devtools.bench_dbt_floor", json.dumps(mix)]
+    out = subprocess.run(command, cwd=home(), env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"bench: dbt's floor exited {out.returncode}:\n{out.stderr[-2000:]}")
+    floor = json.loads(out.stdout.strip().splitlines()[-1])
+    log(f"bench [refresh]: dbt's floor: {floor['build']['elapsed_s']:.1f}s")
+    return floor
 
 
 def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
@@ -117,8 +133,9 @@ def bench_refresh(cfg: Config, delivery: int, log) -> dict:
     delivered["dbt"] = _dbt_figures(target)
     runs += [delivered, _refresh_process(env, cfg, "nothing new, again", log)]
     warm = _warm_runs(env, cfg, landing, delivery, log)
+    floor = _dbt_floor(env, delivered["dbt"]["mix"], log) if delivered["dbt"] else None
     shutil.rmtree(root, ignore_errors=True)
-    return {"events": summary["records"], "delivery": delivery, "runs": runs, "warm": warm}
+    return {"events": summary["records"], "delivery": delivery, "runs": runs, "warm": warm, "floor": floor}
 
 
 # what ``refresh --every`` says (pipelines/cli.py): a run's end and that it waits for the next one
@@ -206,6 +223,8 @@ def render_refresh(fig: dict, cfg: Config) -> str:
             "",
         ]
         out += [f"- {secs:.1f} s {kind} `{name[:80]}`" for secs, kind, name in dbt["slowest"]]
+    if dbt and fig.get("floor"):
+        out += ["", *_render_floor(fig["floor"], dbt, delivered, forced)]
     if fig.get("warm"):
         out += [
             "",
@@ -217,3 +236,29 @@ def render_refresh(fig: dict, cfg: Config) -> str:
         ]
         out += [f"| {label} | **{secs:.1f}** |" for label, secs in fig["warm"]]
     return "\n".join(out)
+
+
+_KIND_NAMES = {"view": "views", "table": "tables", "merge": "incremental merges", "append": "incremental appends"}
+
+
+def _render_floor(floor: dict, dbt: dict, delivered: dict, forced: dict) -> list[str]:
+    """dbt's floor for the delivery's nodes beside the delivery's build, and the delivery's refresh
+    with its gold at that floor over the `--force` run (target 1's ratio if the marts' SQL cost nothing)."""
+    mix, build = floor["mix"], floor["build"]
+    kinds = ", ".join(f"{mix[k]} {name}" for k, name in _KIND_NAMES.items() if mix.get(k))
+    per_node = ", ".join(
+        f"{k} {build['thread_s'].get(k, 0) / mix[k]:.1f} / {floor['plain_s'].get(k, 0) / mix[k]:.1f}"
+        for k in (*_KIND_NAMES, "test")
+        if mix.get(k)
+    )
+    at_floor = delivered["wall_s"] - dbt["elapsed_s"] + build["elapsed_s"]
+    return [
+        f"dbt's floor for that build's nodes (`devtools/bench_dbt_floor.py`: the same mix, {kinds} and "
+        f"{mix.get('test', 0)} data tests, each over a one-row Delta table, built by dbt in a process of its own "
+        f"on {floor['threads']} threads): **{build['elapsed_s']:.0f} s** elapsed; the delivery's build took "
+        f"{dbt['elapsed_s']:.0f} s, **{dbt['elapsed_s'] / build['elapsed_s']:.2f}x its floor**. Seconds per node, "
+        f"dbt's thread-seconds / the same statement without dbt: {per_node}; all the statements without dbt, "
+        f"one after another: {sum(floor['plain_s'].values()):.0f} s.",
+        f"- The delivery's refresh with its dbt build at that floor: {at_floor:.0f} s = "
+        f"**{at_floor / forced['wall_s']:.1f}x** the `--force` run (target 1: at most 2x).",
+    ]

@@ -104,6 +104,43 @@ def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_s
     assert "- 98.0 s: `gold: 105 pass, 39 success in 98.0s`" in text
     assert "39 models 300 thread-s, 105 tests 200 thread-s" in text
     assert "| +400 events | **150.0** | 1.0 | 2.0 | 3.0 |" in text
+    assert "dbt's floor" not in text  # a bench without the floor's figures says nothing of it
+
+    fig["floor"] = {
+        "mix": {"view": 2, "table": 3, "merge": 0, "append": 1, "test": 10},
+        "threads": 2,
+        "build": {"elapsed_s": 70.0, "thread_s": {"view": 1.0, "table": 9.0, "append": 2.0, "test": 20.0}},
+        "plain_s": {"view": 0.4, "table": 6.0, "append": 1.0, "test": 5.0},
+    }
+    text = render_refresh(fig, load_config("test"))
+    assert "2 views, 3 tables, 1 incremental appends and 10 data tests" in text
+    assert "**70 s** elapsed; the delivery's build took 98 s, **1.40x its floor**" in text
+    assert "view 0.5 / 0.2, table 3.0 / 2.0, append 2.0 / 1.0, test 2.0 / 0.5" in text
+    assert "one after another: 12 s" in text
+    assert "at that floor: 122 s = **2.0x** the `--force` run" in text  # 150 - 98 + 70, over 60
+
+
+def test_a_builds_node_mix_counts_its_models_by_materialization_and_its_data_tests():
+    from devtools.bench_dbt_floor import node_mix
+
+    def node(kind: str, materialized: str | None = None, strategy: str | None = None) -> dict:
+        config = {"materialized": materialized, **({"incremental_strategy": strategy} if strategy else {})}
+        return {"resource_type": kind, "config": config}
+
+    manifest = {
+        "nodes": {
+            "model.p.a": node("model", "view"),
+            "model.p.b": node("model", "table"),
+            "model.p.c": node("model", "incremental", "merge"),
+            "model.p.d": node("model", "incremental"),  # dbt-spark's default strategy: append
+            "model.p.e": node("model", "table"),  # not run by this build
+            "test.p.t1": node("test", "test"),
+            "test.p.t2": node("test", "test"),
+        }
+    }
+    ran = ["model.p.a", "model.p.b", "model.p.c", "model.p.d", "test.p.t1", "test.p.t2"]
+    mix = node_mix(manifest, {"results": [{"unique_id": uid} for uid in ran]})
+    assert mix == {"view": 1, "table": 1, "merge": 1, "append": 1, "test": 2}
 
 
 def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_that_grew():
