@@ -46,6 +46,12 @@ def _models(mix: dict[str, int]) -> list[tuple[str, str]]:
     return [(f"{kind}_{i:03d}", kind) for kind in _KINDS for i in range(mix.get(kind, 0))]
 
 
+def _tested(mix: dict[str, int]) -> list[str]:
+    """The model each of the mix's tests counts the rows of, in turn (none without models)."""
+    names = [name for name, _kind in _models(mix)]
+    return [names[i % len(names)] for i in range(mix.get("test", 0))] if names else []
+
+
 def write_project(folder: Path, mix: dict[str, int], threads: int) -> None:
     """A dbt project of ``mix``'s nodes over the one-row table ``SCHEMA.one_row``, on the process's
     SparkSession (dbt-spark's ``session`` method, as the pipeline's target)."""
@@ -68,8 +74,7 @@ def write_project(folder: Path, mix: dict[str, int], threads: int) -> None:
     models = _models(mix)
     for name, kind in models:
         (folder / "models" / f"{name}.sql").write_text(f"{{{{ config({configs[kind]}) }}}}\n{_select(name)}\n")
-    for i in range(mix.get("test", 0) if models else 0):  # each counts one model's rows, as a not_null test does
-        name = models[i % len(models)][0]
+    for i, name in enumerate(_tested(mix)):  # each counts one model's rows, as a not_null test does
         (folder / "tests" / f"test_{i:03d}.sql").write_text(f"select * from {{{{ ref('{name}') }}}} where id is null\n")
 
 
@@ -104,12 +109,11 @@ def _select(name: str) -> str:
 def _plain_statements(spark, mix: dict[str, int]) -> dict[str, float]:
     """The same nodes as statements without dbt, one after another: seconds by kind."""
     seconds: Counter[str] = Counter()
-    models = _models(mix)
-    for name, kind in models:
+    for name, kind in _models(mix):
         started = time.monotonic()
         select = _select(name)
         if kind == "view":
-            spark.sql(f"create or replace view {SCHEMA}.plain_{name} as {select}")
+            spark.sql(f"create or replace view {SCHEMA}.{name} as {select}")
         elif kind == "table":
             spark.sql(f"create or replace table {SCHEMA}.{name} using delta as {select}")
         elif kind == "merge":
@@ -121,8 +125,8 @@ def _plain_statements(spark, mix: dict[str, int]) -> dict[str, float]:
             spark.sql(f"insert into {SCHEMA}.{name} {select}")
         seconds[kind] += time.monotonic() - started
     started = time.monotonic()
-    for i in range(mix.get("test", 0) if models else 0):
-        spark.sql(f"select count(*) from {SCHEMA}.{models[i % len(models)][0]} where id is null").collect()
+    for name in _tested(mix):
+        spark.sql(f"select count(*) from {SCHEMA}.{name} where id is null").collect()
     seconds["test"] = time.monotonic() - started
     return dict(seconds)
 
