@@ -21,6 +21,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from devtools.bench_delivery_floor import (
+    commits_between,
+    jobs_between,
+    lake_versions,
+    profile,
+    spark_jobs,
+    unit_costs,
+)
 from devtools.variant import variant_environ
 from pipelines.config import Config, load_config
 from pipelines.tables import tables
@@ -242,35 +250,6 @@ def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
     return sum(increment_days(landing, events, seed))
 
 
-def _spark_jobs(spark) -> list[dict]:
-    """Every finished job of this session (id, seconds, where it came from), from Spark's REST API;
-    [] when the UI is off."""
-    import json
-    import urllib.request
-
-    url = spark.sparkContext.uiWebUrl
-    if not url:
-        return []
-    app = spark.sparkContext.applicationId
-    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/jobs", timeout=10) as response:
-        jobs = json.load(response)
-
-    def ts(text: str) -> datetime:
-        return datetime.strptime(text[:23], "%Y-%m-%dT%H:%M:%S.%f")
-
-    # a job's description is the step that ran it (pipelines.spark_session.describe_jobs)
-    return [
-        {
-            "id": j["jobId"],
-            "seconds": (ts(j["completionTime"]) - ts(j["submissionTime"])).total_seconds(),
-            "tasks": j["numTasks"],
-            "name": j.get("description") or j["name"],
-        }
-        for j in jobs
-        if j.get("completionTime")
-    ]
-
-
 def _where_time_goes(before: list[dict], after: list[dict], top: int = 6) -> list[str]:
     """The longest jobs run between two snapshots: 'seconds s, tasks tasks: call site'."""
     seen = {j["id"] for j in before}
@@ -319,9 +298,9 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
             "events": runs["silver"].rows_out,
         }
 
-    jobs_before = _spark_jobs(spark)
+    jobs_before = spark_jobs(spark)
     full = refresh()
-    full["jobs"] = _where_time_goes(jobs_before, _spark_jobs(spark))
+    full["jobs"] = _where_time_goes(jobs_before, spark_jobs(spark))
     if full["rows"] != lines:
         raise RuntimeError(f"bronze landed {full['rows']} rows but the files hold {lines} lines")
     log(f"bench [{name}]: bronze {full['bronze_s']:.1f}s, silver {full['silver_s']:.1f}s ({full['events']} events)")
@@ -331,7 +310,12 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
         f"silver {nothing['silver_s']:.1f}s"
     )
     added = _add_increment(landing, max(1, events // 100))
-    incr = refresh()
+    versions_before, jobs_before = lake_versions(spark, bcfg), spark_jobs(spark)
+    incr, wall_s = _timed(refresh)
+    delivered = jobs_between(jobs_before, spark_jobs(spark))
+    commits = commits_between(versions_before, lake_versions(spark, bcfg))
+    incr["jobs"] = _where_time_goes(jobs_before, delivered)
+    incr["profile"] = profile(wall_s, delivered, commits, unit_costs(spark))
     if not incr["rows"]:
         raise RuntimeError(f"the +1% delivery ({added} files) landed nothing")
     log(
@@ -383,9 +367,6 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
     def row(label: str, cell) -> None:
         out.append(f"| {label} | " + " | ".join(cell(s) for s in sets) + " |")
 
-    def both(s: dict, run: str) -> float:
-        return s[run]["bronze_s"] + s[run]["silver_s"]
-
     row("Spark bare `spark.read.text(...).count()`", lambda s: f"{s['bare_s']:.1f} s")
     row(
         "DuckDB `read_ndjson_objects` + routing fields + SHA-256 -> Parquet",
@@ -403,13 +384,13 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
         "bronze -> **silver** (typed, deduplicated, gate)",
         lambda s: f"**{s['full']['silver_s']:.1f} s** ({s['full']['silver_s'] / s['floor_s']:.2f}x the typed floor)",
     )
-    row("**bronze + silver**", lambda s: f"**{both(s, 'full'):.1f} s**")
-    row("refresh with **nothing new** (bronze + silver)", lambda s: f"{both(s, 'nothing'):.1f} s")
+    row("**bronze + silver**", lambda s: f"**{_both(s, 'full'):.1f} s**")
+    row("refresh with **nothing new** (bronze + silver)", lambda s: f"{_both(s, 'nothing'):.1f} s")
     row(
         "**+1% delivery** (bronze + silver)",
         lambda s: (
-            f"{both(s, 'incr'):.1f} s ({both(s, 'incr') / both(s, 'full'):.1%} of the full load; "
-            f"{both(s, 'incr') / both(s, 'nothing'):.1f}x nothing new)"
+            f"{_both(s, 'incr'):.1f} s ({_both(s, 'incr') / _both(s, 'full'):.1%} of the full load; "
+            f"{_both(s, 'incr') / _both(s, 'nothing'):.1f}x nothing new)"
         ),
     )
     out += [
@@ -422,7 +403,35 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
         if s["full"].get("jobs"):
             out += ["", f"Longest Spark jobs of the full load, {s['name']}:", ""]
             out += [f"- {line}" for line in s["full"]["jobs"]]
+    for s in sets:
+        if s["incr"].get("profile"):
+            out += ["", _render_delivery_floor(s)]
     return "\n".join(out)
+
+
+def _render_delivery_floor(s: dict) -> str:
+    """The +1% delivery's jobs and commits, and its floor (devtools/bench_delivery_floor.py)."""
+    p, full, nothing = s["incr"]["profile"], _both(s, "full"), _both(s, "nothing")
+    unit, commits = p["unit"], p["commits"]
+    lines = [
+        f"**The +1% delivery's fixed cost, {s['name']}** ({s['incr']['rows']:,} lines): the `refresh` took "
+        f"{p['seconds']:.1f} s, {p['jobs']} Spark jobs (running for {p['job_seconds']:.1f} s) and "
+        f"{sum(commits.values())} Delta commits ("
+        + ", ".join(f"{name} {n}" for name, n in commits.items())
+        + f"). Here one Delta commit of one row takes {unit['append_s']:.2f} s ({unit['jobs_per_append']:.0f} "
+        f"jobs) and a one-row Spark job {unit['job_s']:.2f} s: the delivery's commits and its other jobs at "
+        f"those costs are its floor, **{p['floor_s']:.1f} s = {p['floor_s'] / full:.1%} of the full load, "
+        f"{p['floor_s'] / nothing:.1f}x nothing new** (the delivery: {_both(s, 'incr') / full:.1%}, "
+        f"{_both(s, 'incr') / nothing:.1f}x).",
+    ]
+    if s["incr"].get("jobs"):
+        lines += ["", "Its longest jobs:", ""] + [f"- {line}" for line in s["incr"]["jobs"]]
+    return "\n".join(lines)
+
+
+def _both(s: dict, run: str) -> float:
+    """Bronze's and silver's seconds of one refresh of a measured set."""
+    return s[run]["bronze_s"] + s[run]["silver_s"]
 
 
 _HOUR = re.compile(r"/y=(\d{4})/m=(\d{2})/d=(\d{2})/h=(\d{2})/")

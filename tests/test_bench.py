@@ -1,4 +1,4 @@
-"""The benchmark's delivery batches: consecutive hours, every file once (no Spark)."""
+"""The benchmarks' parts: delivery batches, increments, seeded history, the typed floor and a delivery's floor."""
 
 from __future__ import annotations
 
@@ -263,3 +263,66 @@ def test_the_typed_floor_reads_both_record_shapes_with_silvers_types(spark, tmp_
     assert dict(read.dtypes)["eventTime"] == "timestamp"
     times = read.selectExpr("coalesce(eventTime, event.eventTime) t").where("t is not null").count()
     assert times == 2
+
+
+def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, tmp_path):
+    """The ingest bench's floor (devtools/bench_delivery_floor.py): the lake's tables and their
+    commits, jobs that overlap counted once, the floor's arithmetic and its lines in the report."""
+    from devtools.bench import render_ingest
+    from devtools.bench_delivery_floor import (
+        FLOOR_SCHEMA,
+        busy_seconds,
+        commits_between,
+        lake_versions,
+        profile,
+        unit_costs,
+    )
+    from devtools.variant import variant_environ
+    from pipelines.config import load_config
+
+    cfg = load_config("test", environ=variant_environ(tmp_path / "lake", "floor"))
+    spark.sql("CREATE SCHEMA IF NOT EXISTS bronze_floor")
+    try:
+        spark.sql("CREATE TABLE bronze_floor.raw (id long) USING delta")
+        spark.sql("CREATE VIEW bronze_floor.raw_view AS SELECT * FROM bronze_floor.raw")
+        before = lake_versions(spark, cfg)
+        assert before == {"bronze_floor.raw": 0}  # the view is no table; absent schemas are skipped
+        spark.sql("INSERT INTO bronze_floor.raw VALUES (1)")
+        spark.sql("INSERT INTO bronze_floor.raw VALUES (2)")
+        spark.sql("CREATE TABLE bronze_floor.ledger (id long) USING delta")
+        assert commits_between(before, lake_versions(spark, cfg)) == {"bronze_floor.ledger": 1, "bronze_floor.raw": 2}
+    finally:
+        spark.sql("DROP SCHEMA IF EXISTS bronze_floor CASCADE")
+
+    unit = unit_costs(spark, repeats=1)
+    assert unit["append_s"] > unit["job_s"] > 0 and not spark.catalog.databaseExists(FLOOR_SCHEMA)
+    # the test session has no UI: no job is counted, the floor is the commits alone
+    assert unit["jobs_per_append"] == 0
+
+    jobs = [{"start": 0.0, "end": 2.0}, {"start": 1.0, "end": 3.0}, {"start": 5.0, "end": 6.0}]
+    assert busy_seconds(jobs) == 4.0
+    unit = {"append_s": 0.5, "jobs_per_append": 2, "job_s": 0.1}
+    p = profile(9.0, jobs, {"bronze.raw_site": 2, "ops.file_ledger": 1}, unit)
+    assert p["floor_s"] == pytest.approx(3 * 0.5)  # 3 jobs, all of them the commits'
+    p = profile(9.0, jobs * 3, {"bronze.raw_site": 2}, unit)
+    assert p["floor_s"] == pytest.approx(2 * 0.5 + 5 * 0.1) and p["jobs"] == 9
+
+    def refresh(bronze_s: float, silver_s: float) -> dict:
+        return {"bronze_s": bronze_s, "silver_s": silver_s, "rows": 100, "events": 100}
+
+    s = {
+        "name": "1,000 events",
+        "files": 10,
+        "megabytes": 1.0,
+        "lines": 1000,
+        "bare_s": 1.0,
+        "duck": {"seconds": 1.0, "error": None},
+        "floor_s": 2.0,
+        "full": refresh(10.0, 20.0),
+        "nothing": refresh(1.0, 2.0),
+        "incr": {**refresh(2.0, 4.0), "profile": p, "jobs": ["1.0 s, 1 tasks: silver: site: writes"]},
+    }
+    report = render_ingest([s], cfg)
+    assert "9 Spark jobs (running for 4.0 s) and 2 Delta commits (bronze.raw_site 2)" in report
+    assert "**1.5 s = 5.0% of the full load, 0.5x nothing new** (the delivery: 20.0%, 2.0x)" in report
+    assert "- 1.0 s, 1 tasks: silver: site: writes" in report
