@@ -251,7 +251,12 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
     for promotion in report.snapshots:
         for problem in promotion.problems:
             log(problem)
-    feed.update_feed_completeness(spark, cfg, log=log)
+    # the feed's figures read the events promoted since its watermark: this run's (a delivery's few
+    # hundred: the small-input settings, as their promotion; a run killed before its feed update leaves
+    # more, which only makes this one slower)
+    promoted = sum(r.inserted for r in report.silver) + sum(r.inserted for r in report.replays)
+    with small_input_below(spark, cfg, promoted):
+        feed.update_feed_completeness(spark, cfg, log=log)
 
 
 def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
