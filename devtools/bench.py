@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from devtools.bench_delivery_floor import (
+    StepClock,
     commits_between,
     jobs_between,
     lake_versions,
@@ -288,8 +289,8 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     )
     shutil.rmtree(landing.parent / "typed-floor", ignore_errors=True)
 
-    def refresh() -> dict:
-        report = run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=lambda _m: None)
+    def refresh(log=lambda _m: None) -> dict:
+        report = run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=log)
         runs = {r.layer: r for r in report.runs}
         return {
             "bronze_s": runs["bronze"].seconds,
@@ -311,11 +312,13 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     )
     added = _add_increment(landing, max(1, events // 100))
     versions_before, jobs_before = lake_versions(spark, bcfg), spark_jobs(spark)
-    incr, wall_s = _timed(refresh)
+    clock = StepClock()
+    incr, wall_s = _timed(lambda: refresh(log=clock))
     delivered = jobs_between(jobs_before, spark_jobs(spark))
     commits = commits_between(versions_before, lake_versions(spark, bcfg))
     incr["jobs"] = _where_time_goes(jobs_before, delivered)
     incr["profile"] = profile(wall_s, delivered, commits, unit_costs(spark))
+    incr["steps"] = clock.longest()
     if not incr["rows"]:
         raise RuntimeError(f"the +1% delivery ({added} files) landed nothing")
     log(
@@ -424,6 +427,9 @@ def _render_delivery_floor(s: dict) -> str:
         f"{p['floor_s'] / nothing:.1f}x nothing new** (the delivery: {_both(s, 'incr') / full:.1%}, "
         f"{_both(s, 'incr') / nothing:.1f}x).",
     ]
+    if s["incr"].get("steps"):
+        lines += ["", "Its longest steps (seconds since the refresh's log line before):", ""]
+        lines += [f"- {seconds:.1f} s: {line}" for seconds, line in s["incr"]["steps"]]
     if s["incr"].get("jobs"):
         lines += ["", "Its longest jobs:", ""] + [f"- {line}" for line in s["incr"]["jobs"]]
     return "\n".join(lines)

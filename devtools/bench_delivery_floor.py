@@ -116,6 +116,24 @@ def unit_costs(spark, repeats: int = 7) -> dict:
     return {"append_s": append_s, "jobs_per_append": appended / repeats, "job_s": job_s}
 
 
+class StepClock:
+    """A refresh's ``log``: each line with the seconds since the line before (the step it ends)."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._last = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        now = time.monotonic()
+        self.lines.append((now - self._last, message.splitlines()[0][:110]))
+        self._last = now
+
+    def longest(self, top: int = 8) -> list[tuple[float, str]]:
+        """The ``top`` longest steps, in the order they ran."""
+        kept = sorted(sorted(range(len(self.lines)), key=lambda i: -self.lines[i][0])[:top])
+        return [self.lines[i] for i in kept]
+
+
 def delivery_floor(jobs: int, commits: int, unit: dict) -> float:
     """The seconds of ``commits`` one-row appends and the delivery's other jobs as one-row jobs."""
     other_jobs = max(0.0, jobs - commits * unit["jobs_per_append"])

@@ -271,6 +271,7 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
     from devtools.bench import render_ingest
     from devtools.bench_delivery_floor import (
         FLOOR_SCHEMA,
+        StepClock,
         busy_seconds,
         commits_between,
         lake_versions,
@@ -307,6 +308,12 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
     p = profile(9.0, jobs * 3, {"bronze.raw_site": 2}, unit)
     assert p["floor_s"] == pytest.approx(2 * 0.5 + 5 * 0.1) and p["jobs"] == 9
 
+    clock = StepClock()
+    for line in ("refresh: layers bronze, silver", "bronze: done\nand more", "silver: site: typed", "feed: updated"):
+        clock(line)
+    clock.lines = [(seconds, line) for seconds, (_s, line) in zip((0.1, 3.0, 1.0, 4.9), clock.lines, strict=True)]
+    assert clock.longest(2) == [(3.0, "bronze: done"), (4.9, "feed: updated")]  # in the order they ran
+
     def refresh(bronze_s: float, silver_s: float) -> dict:
         return {"bronze_s": bronze_s, "silver_s": silver_s, "rows": 100, "events": 100}
 
@@ -320,9 +327,15 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
         "floor_s": 2.0,
         "full": refresh(10.0, 20.0),
         "nothing": refresh(1.0, 2.0),
-        "incr": {**refresh(2.0, 4.0), "profile": p, "jobs": ["1.0 s, 1 tasks: silver: site: writes"]},
+        "incr": {
+            **refresh(2.0, 4.0),
+            "profile": p,
+            "jobs": ["1.0 s, 1 tasks: silver: site: writes"],
+            "steps": clock.longest(2),
+        },
     }
     report = render_ingest([s], cfg)
     assert "9 Spark jobs (running for 4.0 s) and 2 Delta commits (bronze.raw_site 2)" in report
     assert "**1.5 s = 5.0% of the full load, 0.5x nothing new** (the delivery: 20.0%, 2.0x)" in report
     assert "- 1.0 s, 1 tasks: silver: site: writes" in report
+    assert "- 3.0 s: bronze: done\n- 4.9 s: feed: updated" in report
