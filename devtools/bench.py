@@ -251,11 +251,10 @@ def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
     return sum(increment_days(landing, events, seed))
 
 
-def _where_time_goes(before: list[dict], after: list[dict], top: int = 6) -> list[str]:
-    """The longest jobs run between two snapshots: 'seconds s, tasks tasks: call site'."""
-    seen = {j["id"] for j in before}
-    new = sorted((j for j in after if j["id"] not in seen), key=lambda j: -j["seconds"])[:top]
-    return [f"{j['seconds']:.1f} s, {j['tasks']} tasks: {j['name'].split(' at ')[-1][:70]}" for j in new]
+def _where_time_goes(jobs: list[dict], top: int = 6) -> list[str]:
+    """The longest of ``jobs`` (spark_jobs): 'seconds s, tasks tasks: call site'."""
+    longest = sorted(jobs, key=lambda j: -j["seconds"])[:top]
+    return [f"{j['seconds']:.1f} s, {j['tasks']} tasks: {j['name'].split(' at ')[-1][:70]}" for j in longest]
 
 
 def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, events: int, log) -> dict:
@@ -301,7 +300,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
 
     jobs_before = spark_jobs(spark)
     full = refresh()
-    full["jobs"] = _where_time_goes(jobs_before, spark_jobs(spark))
+    full["jobs"] = _where_time_goes(jobs_between(jobs_before, spark_jobs(spark)))
     if full["rows"] != lines:
         raise RuntimeError(f"bronze landed {full['rows']} rows but the files hold {lines} lines")
     log(f"bench [{name}]: bronze {full['bronze_s']:.1f}s, silver {full['silver_s']:.1f}s ({full['events']} events)")
@@ -316,7 +315,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     incr, wall_s = _timed(lambda: refresh(log=clock))
     delivered = jobs_between(jobs_before, spark_jobs(spark))
     commits = commits_between(versions_before, lake_versions(spark, bcfg))
-    incr["jobs"] = _where_time_goes(jobs_before, delivered)
+    incr["jobs"] = _where_time_goes(delivered)
     incr["profile"] = profile(wall_s, delivered, commits, unit_costs(spark))
     incr["steps"] = clock.longest()
     if not incr["rows"]:
