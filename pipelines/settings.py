@@ -351,6 +351,7 @@ class Quality(Section):
     enabled: bool = key(True, "Great Expectations gates between layers")
     context_dir: Text() = key("", "the GX file context; '' = <data_dir>/quality")
     pandas_max_rows: Whole(0) = key(500000, "a frame up to this many rows is checked on GX's pandas engine")
+    data_docs_runs: Whole(1) = key(24, "validation results kept per suite for the Data Docs (all: ops.dq_results)")
     default_severity: OneOf(*SEVERITIES) = key("critical", "an expectation's severity when severity does not say")
     thresholds: Thresholds = key(Thresholds, "the gates' thresholds")
     severity: dict[str, OneOf(*SEVERITIES)] = key(QUALITY_SEVERITY, "expectation key -> critical | warning")

@@ -68,6 +68,30 @@ def test_data_docs_list_every_suite(clean_lake):
         assert suite in html
 
 
+def test_the_data_docs_keep_each_suites_newest_results(spark, lake_dir, tmp_path):
+    """GX renders a page for every stored validation result and reads each for the index: the gate
+    keeps each suite's newest quality.data_docs_runs, so an hourly refresh's site stays the size of a
+    day (every outcome is in ops.dq_results)."""
+    environ = variant_environ(lake_dir, "dq_clean") | {
+        "AUDITLAKE__QUALITY__CONTEXT_DIR": str(tmp_path),
+        "AUDITLAKE__QUALITY__DATA_DOCS_RUNS": "2",
+    }
+    cfg = load_config("test", environ=environ)
+    gate = QualityGate(spark, cfg, **QUIET)
+    for run in range(4):
+        gate.validate("bronze_to_silver", silver_batch_suite(cfg), silver_batch_frame(10, 9, 1, 0), f"docs-{run}")
+    index = gate.build_data_docs(only_new=True)
+
+    runs = [r.to_tuple()[2] for r in gate.results]  # each validation's run time, as its folders name it
+    assert len(set(runs)) == 4
+    kept = {p.parent.name for p in (tmp_path / "gx" / "uncommitted" / "validations" / "silver_batch").rglob("*.json")}
+    pages = {p.parent.name for p in (index.parent / "validations" / "silver_batch").rglob("*.html")}
+    assert kept == pages == set(sorted(runs)[-2:])
+    listed = index.read_text(encoding="utf-8")
+    assert all(run in listed for run in sorted(runs)[-2:]) and not any(run in listed for run in sorted(runs)[:2])
+    assert (index.parent / "expectations" / "silver_batch.html").is_file()  # the suite's own page
+
+
 def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(
     spark, clean_lake, lake_dir, monkeypatch, capsys
 ):

@@ -136,6 +136,7 @@ class QualityGate:
         self.datasources = {}
         self.outcomes: list[ExpectationOutcome] = []
         self._unrecorded: list[tuple] = []  # rows for ops.dq_results: `record` appends them
+        self.results: list = []  # the validation results this gate stored (ids: their Data Docs pages)
 
     @property
     def context(self):
@@ -213,6 +214,7 @@ class QualityGate:
         self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data, run_id: str
     ) -> list[ExpectationOutcome]:
         result = self._checkpoint(name, spec, engine).run(batch_parameters={"dataframe": data})
+        self.results += list(result.run_results)
         outcomes = []
         for suite_result in result.run_results.values():
             for r in suite_result.results:
@@ -285,11 +287,48 @@ class QualityGate:
     def finish(self) -> Path:
         """After a run's last check (also when one raised): what is not recorded yet, then the Data Docs."""
         self.record()
-        return self.build_data_docs()
+        return self.build_data_docs(only_new=True)
 
-    def build_data_docs(self) -> Path:
-        self.context.build_data_docs()
+    def build_data_docs(self, only_new: bool = False) -> Path:
+        """The Data Docs site, after each suite's validation results past its newest
+        ``quality.data_docs_runs`` are removed. GX renders a page per stored result and reads every
+        one for the index: kept forever, an hourly refresh's site would take longer every run (1.9 s
+        at 54 results, 11.3 s at 540 here). ``only_new``: the pages of this gate's results and of
+        their suites, and the index; the other pages are there already."""
+        from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
+        self._prune(int(self.cfg.settings.quality.data_docs_runs))
+        if only_new and self.results:
+            suites = {r.expectation_suite_identifier.name for r in self.results}
+            pages = [*self.results, *(ExpectationSuiteIdentifier(name=n) for n in sorted(suites))]
+            self.context.build_data_docs(resource_identifiers=pages)
+        else:
+            self.context.build_data_docs()
         return data_docs_index(self.cfg)
+
+    def _prune(self, keep: int) -> None:
+        """Remove each suite's validation results (and their pages) past its newest ``keep``."""
+        store = self.context.validation_results_store
+        by_suite: dict[str, list] = {}
+        for key in store.list_keys():
+            by_suite.setdefault(key.expectation_suite_identifier.name, []).append(key)
+        results = context_dir(self.cfg) / "gx" / "uncommitted" / "validations"  # great_expectations.yml's
+        site = data_docs_index(self.cfg).parent / "validations"
+        for keys in by_suite.values():
+            for key in sorted(keys, key=lambda k: k.run_id.run_time, reverse=True)[keep:]:
+                store.remove_key(key)
+                suite, run_name, run_time, batch = key.to_tuple()
+                _remove_empty(results / suite / run_name / run_time, results)
+                page = site / suite / run_name / run_time / f"{batch}.html"
+                page.unlink(missing_ok=True)
+                _remove_empty(page.parent, site)
+
+
+def _remove_empty(folder: Path, root: Path) -> None:
+    """``folder`` and the folders above it up to ``root``, while empty."""
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def latest_run_summary(spark: SparkSession, cfg: Config) -> tuple[str, list] | None:
