@@ -145,6 +145,10 @@ def test_rerun_adds_nothing(spark, lake, loaded):
     assert all(d.rows_read > 0 and d.read_from_utc is not None for d in landing.databases)
     assert promotion.bronze_rows == 0
     assert {n: version(spark, n) for n in before} == before  # not one commit
+    # bronze has no commit since silver last read it to its end: no stream is started at all
+    said = []
+    assert promote_writeback(spark, cfg, "run", log=said.append).bronze_rows == 0
+    assert said == [f"writeback silver: nothing new in {t.writeback_raw}"]
 
 
 def test_file_source_and_jdbc_source_give_the_same_silver(spark, lake_dir, lake, loaded):

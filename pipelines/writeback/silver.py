@@ -27,7 +27,8 @@ ALTER_DATASET op;op;...            dataset_change, ``dataset_operations`` = [op,
 ============  ===================  =================================================
 
 ``promote_writeback`` is the incremental writer: a Delta stream over bronze
-(``availableNow``, checkpoint ``silver_writeback``); per micro-batch, every bronze copy of
+(``availableNow``, checkpoint ``silver_writeback``; not started when bronze has no commit since the
+last run read it to its end); per micro-batch, every bronze copy of
 the batch's IDs is re-typed and MERGEd into silver on ``id`` (so a copy arriving later from
 the other database updates the flags), and new quarantine rows are appended once per
 ``bronze_id``. Replaying a batch writes the same result.
@@ -43,7 +44,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config
-from pipelines.delta_util import ensure_schema
+from pipelines.delta_util import ensure_schema, table_version
 from pipelines.silver_stamp import with_silver_run
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
@@ -316,6 +317,13 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         total.skipped_reason = f"no bronze table {t.writeback_raw}"
         log(f"writeback silver: skipped ({total.skipped_reason})")
         return total
+    # bronze's version when a run last read it to its end: an hourly refresh with no new write-back row
+    # costs one look at bronze's log, not a stream's start (seconds)
+    seen = storage.join(cfg.checkpoint_dir, "silver_writeback.bronze_version")
+    version = str(table_version(spark, t.writeback_raw))
+    if (storage.read_text(spark, seen) or "").strip() == version:
+        log(f"writeback silver: nothing new in {t.writeback_raw}")
+        return total
     ensure_writeback_tables(spark, t)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
@@ -340,6 +348,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         .start()
     )
     query.awaitTermination()
+    storage.write_text(spark, seen, version)
     log(
         f"writeback silver: {total.bronze_rows} bronze rows -> {total.inserted} new, {total.updated} updated, "
         f"{total.quarantined} quarantined {dict(sorted(total.reasons.items()))} -> {total.table}"
