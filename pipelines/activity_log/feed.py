@@ -6,11 +6,11 @@ the record has it, else the file's landing time minus ``eventTime``). The delive
 hour folder of the file's path (``h=``: when Tableau made the records available, not when they
 happened), or the hour the file landed for a path without one. Tenant rows have site ``''``.
 
-After each silver step the rows promoted since the table's watermark (``through_ingest_ts``,
-the newest ``silver_ingest_ts`` counted, kept in the same commit as the figures) are added in one
-MERGE for both families: nothing new, no commit. gold's ``rpt_feed_gaps`` (dbt) finds the hours
-a site usually delivers in but did not; the refresh prints a line for each site that has been
-quiet since.
+After each silver step the rows promoted since the table's watermark (per family, the newest
+``through_ingest_ts``: each row's newest ``silver_ingest_ts`` counted, kept in the same commit as
+the figures) are added in one MERGE for both families: nothing new, no commit. gold's
+``rpt_feed_gaps`` (dbt) finds the hours a site usually delivers in but did not; the refresh prints a
+line for each site that has been quiet since.
 """
 
 from __future__ import annotations
@@ -86,10 +86,8 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
     parts = []
     for family in FAMILIES:
         events = _promoted_since(spark, cfg, family, marks.get(family))
-        # nothing promoted since: decided from silver's file statistics, before joining the ledger
-        through = None if events is None else events.agg(F.max("silver_ingest_ts")).first()[0]
-        if through is not None:
-            parts.append(_figures(spark, cfg, family, events, through))
+        if events is not None:
+            parts.append(_figures(spark, cfg, family, events))
     if not parts:
         return 0
     figures = reduce(DataFrame.unionByName, parts).persist()
@@ -102,8 +100,9 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
     return added
 
 
-def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame, through) -> DataFrame:
-    """One row per site and delivery hour of the promoted ``events``."""
+def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame) -> DataFrame:
+    """One row per site and delivery hour of the promoted ``events``, with the newest stamp it counts
+    (the family's newest of them is its watermark: no job of its own to find it)."""
     rows = _new_rows(spark, cfg, family, events)
     lag = (F.unix_timestamp(F.coalesce("processed", "landed")) - F.unix_timestamp("event_time")).cast("double")
     return (
@@ -118,13 +117,16 @@ def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame, t
             F.count("lag").alias("lag_records"),
             F.sum("lag").alias("lag_seconds_sum"),
             F.max("lag").alias("lag_seconds_max"),
+            F.max("silver_ingest_ts").alias("through_ingest_ts"),
         )
-        .select(F.lit(family).alias("family"), "*", F.lit(through).cast("timestamp").alias("through_ingest_ts"))
+        .select(F.lit(family).alias("family"), "*")
     )
 
 
 def _merge(spark: SparkSession, table: str, figures: DataFrame) -> int:
     n = figures.count()
+    if not n:  # nothing promoted since the watermark: no commit
+        return 0
     # a file lands once and its rows are promoted once: figures of later rows add up
     (
         DeltaTable.forName(spark, table)

@@ -30,6 +30,7 @@ from pipelines.activity_log.silver.transform import (
     NEW,
     REPLAYED,
     SAME_BATCH,
+    SilverFrames,
     decide,
     events_of,
     quarantine_of,
@@ -111,11 +112,14 @@ def _empty_bronze(spark: SparkSession, cfg: Config, family: str) -> DataFrame:
     return spark.table(tables(cfg).bronze_raw(family)).limit(0)
 
 
-def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str) -> None:
+def ensure_silver_tables(spark: SparkSession, cfg: Config, family: str, frames: SilverFrames | None = None) -> None:
+    """Silver's tables for ``family``, created or given the columns the registry gained since.
+    ``frames``: a batch's typed frames, whose schema is the tables' (without: the schema of no rows
+    typed, which costs Spark the analysis of the whole typing once more)."""
     t = tables(cfg)
     for schema in (t.silver_schema, t.ops_schema):
         ensure_schema(spark, schema)
-    frames = to_silver(_empty_bronze(spark, cfg, family), family)
+    frames = frames or to_silver(_empty_bronze(spark, cfg, family), family)
     events = with_silver_run(frames.events, "")
     _create_table_like(spark, t.silver_events(family), events, "event_date")
     _set_stats_columns(spark, t.silver_events(family), cfg.settings.silver.stats_columns)
@@ -163,7 +167,7 @@ def _append(df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
 
 def promote_batch(
     spark: SparkSession,
-    t: Tables,
+    cfg: Config,
     batch: DataFrame,
     batch_id: int,
     family: str,
@@ -176,6 +180,7 @@ def promote_batch(
 
     With a ``gate``, the batch is validated before anything is written: a failed critical
     expectation raises and the batch is not promoted (silver stays as it was)."""
+    t = tables(cfg)
     result = PromotionResult(family, batches=1)
     started = time.monotonic()
 
@@ -187,10 +192,11 @@ def promote_batch(
 
     # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
     staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
-    result.bronze_rows = staged.count()
-    step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     events = events_of(staged)
     quarantine = with_silver_run(quarantine_of(staged, family), run_id)
+    ensure_silver_tables(spark, cfg, family, SilverFrames(events, quarantine))
+    result.bronze_rows = staged.count()
+    step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     # Decide each event's fate on narrow columns only; materialised before any write, because
     # the writes change what "already in silver" means.
     decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
@@ -215,7 +221,6 @@ def promote_batch(
     if gate is not None:
         from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite  # loads GX
 
-        cfg = gate.cfg
         gate.validate(
             "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.file_ledger), run_id
         )
@@ -255,12 +260,17 @@ def _pending_path(cfg: Config, family: str) -> str:
     return storage.join(cfg.checkpoint_dir, f"silver_{family}.pending.json")
 
 
-def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
-    """The bronze version silver has promoted up to (-1: nothing yet)."""
+def promoted_upto(spark: SparkSession, t: Tables) -> dict[str, int]:
+    """Per family, the bronze version silver has promoted up to (a family not listed: nothing yet)."""
     if not spark.catalog.tableExists(t.silver_batches):
-        return -1
-    row = spark.table(t.silver_batches).where(F.col("family") == family).agg(F.max("batch_id")).first()
-    return -1 if row[0] is None else int(row[0])
+        return {}
+    rows = spark.table(t.silver_batches).groupBy("family").agg(F.max("batch_id").alias("upto")).collect()
+    return {r["family"]: int(r["upto"]) for r in rows}
+
+
+def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
+    """The bronze version silver has promoted ``family`` up to (-1: nothing yet)."""
+    return promoted_upto(spark, t).get(family, -1)
 
 
 # The commits of bronze that add rows: the landing's appends. Any other commit adds none silver has
@@ -342,9 +352,10 @@ def _record_no_rows(spark: SparkSession, t: Tables, family: str, run_id: str, ap
 
 
 def promote_family(
-    spark: SparkSession, cfg: Config, family: str, run_id: str, log=print, gate: QualityGate | None = None
+    spark: SparkSession, cfg: Config, family: str, done: int, run_id: str, log=print, gate: QualityGate | None = None
 ) -> PromotionResult:
-    """Promote the bronze rows of ``family`` committed since the last promotion, in one batch.
+    """Promote the bronze rows of ``family`` committed since the last promotion (bronze version
+    ``done``: promoted_upto), in one batch.
 
     The range (last promoted version, bronze's current version] is written down before anything
     else (``silver_<family>.pending.json`` beside the checkpoints); a run killed mid-way redoes
@@ -355,7 +366,6 @@ def promote_family(
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
     t = tables(cfg)
     current = table_version(spark, source)
-    done = last_promoted(spark, t, family)
     pending = json.loads(storage.read_text(spark, _pending_path(cfg, family)) or "null")
     ranges = []
     if pending and pending["to"] > done:
@@ -366,19 +376,19 @@ def promote_family(
     total = PromotionResult(family)
     if not ranges:
         return total
-    ensure_silver_tables(spark, cfg, family)
     app_id = _app_id(spark, cfg, family)
     for after, upto in ranges:
         storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
         appends = {} if after < 0 else appended_versions(spark, source, after, upto)
         batch = bronze_rows_between(spark, source, after, upto, appends)
         if batch is None:  # e.g. an erasure's rewrite and its vacuum: nothing new, nothing to check
+            ensure_silver_tables(spark, cfg, family)
             _record_no_rows(spark, t, family, run_id, app_id, upto)
             log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
             continue
         # a small batch runs with the small-input settings: compiling its queries would cost more than they take
         with small_input_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
-            r = promote_batch(spark, t, batch, upto, family, run_id, app_id, gate, log=log)
+            r = promote_batch(spark, cfg, batch, upto, family, run_id, app_id, gate, log=log)
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
             f"new events, {r.duplicates} duplicates, {r.quarantined} quarantined"
@@ -398,8 +408,10 @@ def promote_silver(
     spark: SparkSession, cfg: Config, run_id: str, log=print, gate: QualityGate | None = None
 ) -> list[PromotionResult]:
     results = []
+    with small_input_below(spark, cfg, 0):  # one read for every family, of a row per batch: a small input
+        upto = promoted_upto(spark, tables(cfg))
     for family in bronze.FAMILIES:
-        result = promote_family(spark, cfg, family, run_id, log=log, gate=gate)
+        result = promote_family(spark, cfg, family, upto.get(family, -1), run_id, log=log, gate=gate)
         if result.skipped_reason:
             log(f"silver: {family} skipped ({result.skipped_reason})")
         elif not result.batches:
