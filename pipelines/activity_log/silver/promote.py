@@ -134,9 +134,13 @@ _BATCH_SCHEMA = (
 )
 
 
-def existing_keys(spark: SparkSession, t: Tables, family: str, events: DataFrame) -> DataFrame:
-    """(event_id, bronze_id) already in silver, read only from the event dates the batch touches."""
-    dates = [r["event_date"] for r in events.select("event_date").distinct().collect()]
+def event_dates(events: DataFrame) -> list:
+    """The event dates a batch's ``events`` touch (silver's partitions to read for its duplicates)."""
+    return [r["event_date"] for r in events.select("event_date").distinct().collect()]
+
+
+def existing_keys(spark: SparkSession, t: Tables, family: str, dates: list) -> DataFrame:
+    """(event_id, bronze_id) already in silver, read only from the event ``dates`` a batch touches."""
     return spark.table(t.silver_events(family)).where(F.col("event_date").isin(dates)).select("event_id", "bronze_id")
 
 
@@ -195,11 +199,19 @@ def promote_batch(
     events = events_of(staged)
     quarantine = with_silver_run(quarantine_of(staged, family), run_id)
     ensure_silver_tables(spark, cfg, family, SilverFrames(events, quarantine))
-    result.bronze_rows = staged.count()
+    # One job fills the cache and counts what the decisions need: the rows, the quarantine's reasons
+    # and the event dates the events touch.
+    shape = staged.groupBy("_reason", "event_date").agg(F.count("*").alias("n")).collect()
+    result.bronze_rows = sum(r["n"] for r in shape)
+    for r in shape:
+        if r["_reason"] is not None:
+            result.reasons[r["_reason"]] = result.reasons.get(r["_reason"], 0) + r["n"]
+    result.quarantined = sum(result.reasons.values())
+    dates = sorted({r["event_date"] for r in shape if r["_reason"] is None})
     step(f"typed {result.bronze_rows} bronze rows", "duplicates and quarantine decided")
     # Decide each event's fate on narrow columns only; materialised before any write, because
     # the writes change what "already in silver" means.
-    decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
+    decisions = decide(events, existing_keys(spark, t, family, dates)).localCheckpoint()
     counts = {r["decision"]: r["n"] for r in decisions.groupBy("decision").agg(F.count("*").alias("n")).collect()}
     not_new = F.broadcast(decisions.where(F.col("decision") != NEW))
     new_events = events.join(not_new.select("bronze_id"), "bronze_id", "left_anti")
@@ -214,8 +226,6 @@ def promote_batch(
     # very batch (a crash before the checkpoint committed): it counts as inserted, not as a duplicate.
     result.inserted = counts.get(NEW, 0) + counts.get(REPLAYED, 0)
     result.duplicates = counts.get(SAME_BATCH, 0) + counts.get(ALREADY_IN_SILVER, 0)
-    result.reasons = {r["reason"]: r["n"] for r in quarantine.groupBy("reason").agg(F.count("*").alias("n")).collect()}
-    result.quarantined = sum(result.reasons.values())
     step("duplicates and quarantine decided", "bronze -> silver gate" if gate is not None else "writes")
 
     if gate is not None:

@@ -39,6 +39,7 @@ from pipelines.activity_log.silver.promote import (
     _create_table_like,
     _duplicates_frame,
     ensure_silver_tables,
+    event_dates,
     existing_keys,
 )
 from pipelines.activity_log.silver.transform import (
@@ -145,7 +146,7 @@ def replay_family(
     staged = with_silver_run(stage(bronze_rows, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     events = events_of(staged)
     requarantine = with_silver_run(quarantine_of(staged, family), run_id)
-    decisions = decide(events, existing_keys(spark, t, family, events)).localCheckpoint()
+    decisions = decide(events, existing_keys(spark, t, family, event_dates(events))).localCheckpoint()
     counts = {r["decision"]: r["n"] for r in decisions.groupBy("decision").agg(F.count("*").alias("n")).collect()}
     not_new = F.broadcast(decisions.where(F.col("decision") != NEW))
     new_events = events.join(not_new.select("bronze_id"), "bronze_id", "left_anti")
