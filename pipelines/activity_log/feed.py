@@ -56,20 +56,18 @@ def _promoted_since(spark: SparkSession, cfg: Config, family: str, since) -> Dat
     return events
 
 
-def _new_rows(spark: SparkSession, cfg: Config, family: str, events: DataFrame) -> DataFrame:
-    t = tables(cfg)
+def _rows(family: str, events: DataFrame) -> DataFrame:
+    """The promoted ``events``' columns the figures count, with their family."""
     site = F.coalesce(F.col("site_luid"), F.lit("")) if family == "site" else F.lit("")
     processed = F.col(PROCESSED_TIME) if PROCESSED_TIME in events.columns else F.lit(None).cast("timestamp")
-    rows = events.select(
-        "source_file", "event_time", "silver_ingest_ts", site.alias("site_luid"), processed.alias("processed")
+    return events.select(
+        F.lit(family).alias("family"),
+        "source_file",
+        "event_time",
+        "silver_ingest_ts",
+        site.alias("site_luid"),
+        processed.alias("processed"),
     )
-    files = (
-        spark.table(t.file_ledger)
-        .where(F.col("status") == LANDED)
-        .select(F.col("path").alias("source_file"), F.col("mtime").alias("landed"))
-    )
-    landed = files.join(rows.select("source_file").distinct(), "source_file")  # this batch's files only
-    return rows.join(F.broadcast(landed), "source_file", "left")
 
 
 def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int:
@@ -87,10 +85,11 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
     for family in FAMILIES:
         events = _promoted_since(spark, cfg, family, marks.get(family))
         if events is not None:
-            parts.append(_figures(spark, cfg, family, events))
+            parts.append(_rows(family, events))
     if not parts:
         return 0
-    figures = reduce(DataFrame.unionByName, parts).persist()
+    # both families' rows in one query: the ledger is read and the figures aggregated once
+    figures = _figures(spark, cfg, reduce(DataFrame.unionByName, parts)).persist()
     try:
         added = _merge(spark, t.feed_completeness, figures)
     finally:
@@ -100,15 +99,21 @@ def update_feed_completeness(spark: SparkSession, cfg: Config, log=print) -> int
     return added
 
 
-def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame) -> DataFrame:
-    """One row per site and delivery hour of the promoted ``events``, with the newest stamp it counts
-    (the family's newest of them is its watermark: no job of its own to find it)."""
-    rows = _new_rows(spark, cfg, family, events)
+def _figures(spark: SparkSession, cfg: Config, rows: DataFrame) -> DataFrame:
+    """One row per family, site and delivery hour of the promoted ``rows`` (``_rows``), with the newest
+    stamp it counts (each family's newest of them is its watermark: no job of its own to find it)."""
+    files = (
+        spark.table(tables(cfg).file_ledger)
+        .where(F.col("status") == LANDED)
+        .select(F.col("path").alias("source_file"), F.col("mtime").alias("landed"))
+    )
+    landed = files.join(rows.select("source_file").distinct(), "source_file")  # these rows' files only
+    rows = rows.join(F.broadcast(landed), "source_file", "left")
     lag = (F.unix_timestamp(F.coalesce("processed", "landed")) - F.unix_timestamp("event_time")).cast("double")
     return (
         rows.withColumn("delivery_hour", _delivery_hour(F.col("source_file"), F.col("landed")))
         .withColumn("lag", lag)
-        .groupBy("site_luid", "delivery_hour")
+        .groupBy(*KEYS)
         .agg(
             F.countDistinct("source_file").alias("files"),
             F.count(F.lit(1)).alias("records"),
@@ -119,7 +124,6 @@ def _figures(spark: SparkSession, cfg: Config, family: str, events: DataFrame) -
             F.max("lag").alias("lag_seconds_max"),
             F.max("silver_ingest_ts").alias("through_ingest_ts"),
         )
-        .select(F.lit(family).alias("family"), "*")
     )
 
 

@@ -76,10 +76,10 @@ def _settle_pending(spark: SparkSession, t: Tables, entity_type: str, pending: s
         )
 
 
-def _seen_path(cfg: Config, entity_type: str) -> str:
+def _seen(cfg: Config, entity_type: str) -> storage.Mark:
     """The bronze version a run last read to its end: an hourly refresh with no new snapshot of this
     type costs one look at bronze's log, not a scan."""
-    return storage.join(cfg.checkpoint_dir, f"snapshots_{entity_type}.bronze_version")
+    return storage.Mark(cfg.checkpoint_dir, f"snapshots_{entity_type}.bronze_version")
 
 
 @dataclass
@@ -322,9 +322,9 @@ def promote_snapshots(spark: SparkSession, cfg: Config, run_id: str, log=print) 
     create_table_if_missing(spark, t.snapshot_hours, HOURS_SCHEMA)
     outs = {e: SnapshotPromotion(e) for e in types}
     versions = {e: str(table_version(spark, t.bronze_entity(e))) for e in types}
-    todo = [e for e in types if (storage.read_text(spark, _seen_path(cfg, e)) or "").strip() != versions[e]]
+    todo = [e for e in types if not _seen(cfg, e).holds(spark, versions[e])]
     if todo:
         _apply_all(spark, cfg, t, todo, run_id, outs, log)
         for e in todo:
-            storage.write_text(spark, _seen_path(cfg, e), versions[e])
+            _seen(cfg, e).record(spark, versions[e])
     return [outs[e] for e in types]

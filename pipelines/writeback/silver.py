@@ -319,9 +319,9 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         return total
     # bronze's version when a run last read it to its end: an hourly refresh with no new write-back row
     # costs one look at bronze's log, not a stream's start (seconds)
-    seen = storage.join(cfg.checkpoint_dir, "silver_writeback.bronze_version")
+    seen = storage.Mark(cfg.checkpoint_dir, "silver_writeback.bronze_version")
     version = str(table_version(spark, t.writeback_raw))
-    if (storage.read_text(spark, seen) or "").strip() == version:
+    if seen.holds(spark, version):
         log(f"writeback silver: nothing new in {t.writeback_raw}")
         return total
     ensure_writeback_tables(spark, t)
@@ -348,7 +348,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         .start()
     )
     query.awaitTermination()
-    storage.write_text(spark, seen, version)
+    seen.record(spark, version)
     log(
         f"writeback silver: {total.bronze_rows} bronze rows -> {total.inserted} new, {total.updated} updated, "
         f"{total.quarantined} quarantined {dict(sorted(total.reasons.items()))} -> {total.table}"

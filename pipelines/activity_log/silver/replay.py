@@ -81,8 +81,8 @@ def _pending_path(cfg: Config, family: str) -> str:
     return storage.join(cfg.checkpoint_dir, f"silver_{family}_replay.pending.json")
 
 
-def _checked_path(cfg: Config, family: str) -> str:
-    return storage.join(cfg.checkpoint_dir, f"silver_{family}_replay.known_types")
+def _checked(cfg: Config, family: str) -> storage.Mark:
+    return storage.Mark(cfg.checkpoint_dir, f"silver_{family}_replay.known_types")
 
 
 def _known_digest(family: str) -> str:
@@ -126,14 +126,14 @@ def replay_family(
     # typed with them too, so unknown to them: until the registry learns a type, one small file is read,
     # not the quarantine (two jobs per family and refresh).
     known = _known_digest(family)
-    if not pending and (storage.read_text(spark, _checked_path(cfg, family)) or "").strip() == known:
+    if not pending and _checked(cfg, family).holds(spark, known):
         return result
     candidates = replayable(spark, t, family).localCheckpoint()
     found = candidates.count()
     if not found:
         if pending:
             storage.write_text(spark, _pending_path(cfg, family), "null")
-        storage.write_text(spark, _checked_path(cfg, family), known)
+        _checked(cfg, family).record(spark, known)
         return result
     batch_id = pending["batch_id"] if pending else _last_replay(spark, t, family) + 1
     storage.write_text(spark, _pending_path(cfg, family), json.dumps({"batch_id": batch_id}))
@@ -206,7 +206,7 @@ def replay_family(
     )
     staged.unpersist()
     storage.write_text(spark, _pending_path(cfg, family), "null")
-    storage.write_text(spark, _checked_path(cfg, family), known)
+    _checked(cfg, family).record(spark, known)
     log(
         f"silver: {family}: replayed {result.replayed} quarantined rows -> {result.inserted} events, "
         f"{result.duplicates} duplicates, {result.requarantined} quarantined again "
