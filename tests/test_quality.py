@@ -11,10 +11,11 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from devtools.sample.activity_log import generate_activity_log
+from pipelines.activity_log.silver.transform import bronze_of, stage
 from pipelines.config import load_config
-from pipelines.quality.frames import silver_batch_frame, silver_events_frame
+from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
 from pipelines.quality.gate import QualityGate, QualityGateError
-from pipelines.quality.suites import silver_batch_suite, silver_events_suite
+from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
 from pipelines.refresh import run_refresh
 from pipelines.tables import tables
 from tests.lake import use_variant, variant_environ
@@ -220,6 +221,32 @@ def test_warning_is_reported_not_blocking(spark, clean_lake, gate):
     )
     luid = [o for o in outcomes if o.key == "luid_shape" and o.column == "actor_user_luid"]
     assert luid and not luid[0].success and luid[0].severity == "warning"
+
+
+def test_a_file_landed_twice_stops_the_batch(spark, clean_lake):
+    """The bronze rows check, on the batch as silver staged it, counts each file's landings: by two runs
+    within the batch, or in the file ledger (an earlier run's verdict)."""
+    cfg, _ = clean_lake
+    t = tables(cfg)
+    batch = bronze_of(stage(spark.table(t.bronze_raw("site")), "site")).localCheckpoint()  # typed once
+    runs = bronze_rows_frame(spark, batch, t.file_ledger).agg(F.min("source_file_runs"), F.max("source_file_runs"))
+    assert tuple(runs.first()) == (1, 1)
+    one = batch.select("source_file").first()[0]
+    again = batch.where(F.col("source_file") == one).withColumn("run_id", F.lit("another-run"))
+    ledger_twice = f"{t.bronze_schema}.file_ledger_twice"
+    ledger = spark.table(t.file_ledger)
+    ledger.unionByName(ledger.where(F.col("path") == one)).write.format("delta").saveAsTable(ledger_twice)
+    try:
+        for frame in (
+            bronze_rows_frame(spark, batch.unionByName(again), t.file_ledger),
+            bronze_rows_frame(spark, batch, ledger_twice),
+        ):
+            twice = frame.where("source_file_runs = 2").select("source_file").distinct().collect()
+            assert [r[0] for r in twice] == [one]
+            with pytest.raises(QualityGateError, match="source_file_landed_once"):
+                QualityGate(spark, cfg, **QUIET).validate("bronze_to_silver", bronze_rows_suite(cfg), frame, "twice")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {ledger_twice}")
 
 
 def test_pandas_and_spark_engines_judge_alike(spark, clean_lake):

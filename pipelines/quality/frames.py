@@ -10,9 +10,10 @@ from pipelines.config import Config
 
 
 def bronze_rows_frame(spark: SparkSession, batch: DataFrame, file_ledger: str) -> DataFrame:
-    """The bronze batch, with whether a parsed row has a type and how many times its file was landed:
-    the runs that landed it within the batch, or its ``landed`` verdicts in the file ledger (read for
-    the batch's files only, never all of bronze), whichever is more."""
+    """The bronze batch (as silver staged it: not read from bronze again), with whether a parsed row has a
+    type and how many times its file was landed: the runs that landed it within the batch, or its
+    ``landed`` verdicts in the file ledger (read for the batch's files only, never all of bronze),
+    whichever is more."""
     in_batch = batch.groupBy("source_file").agg(F.countDistinct("run_id").alias("_runs_in_batch"))
     in_ledger = (
         spark.table(file_ledger)

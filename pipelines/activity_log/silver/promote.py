@@ -31,6 +31,7 @@ from pipelines.activity_log.silver.transform import (
     REPLAYED,
     SAME_BATCH,
     SilverFrames,
+    bronze_of,
     decide,
     events_of,
     quarantine_of,
@@ -232,7 +233,10 @@ def promote_batch(
         from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite  # loads GX
 
         gate.validate(
-            "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, batch, t.file_ledger), run_id
+            "bronze_to_silver",
+            bronze_rows_suite(cfg),
+            bronze_rows_frame(spark, bronze_of(staged), t.file_ledger),
+            run_id,
         )
         gate.validate(
             "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id

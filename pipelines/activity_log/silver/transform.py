@@ -63,7 +63,9 @@ def to_silver(bronze_rows: DataFrame, family: str) -> SilverFrames:
     return SilverFrames(events=events_of(staged), quarantine=quarantine_of(staged, family))
 
 
-_STAGE_EXTRAS = ("_reason", "_detail", "_bronze_event_type", "_quarantined_line")
+# what a staged row keeps beside the typed columns: its fate, and the bronze columns the quarantine and
+# the gate's bronze rows check read (bronze_of: the batch is not read from bronze a second time)
+_STAGE_EXTRAS = ("_reason", "_detail", "_bronze_event_type", "_quarantined_line", "_parse_status", "_content_hash")
 
 
 def stage(bronze_rows: DataFrame, family: str) -> DataFrame:
@@ -75,12 +77,28 @@ def stage(bronze_rows: DataFrame, family: str) -> DataFrame:
         "*",
         "event_type AS _bronze_event_type",
         "CASE WHEN _reason IS NOT NULL THEN raw_line END AS _quarantined_line",
+        "parse_status AS _parse_status",
+        "content_hash AS _content_hash",
     )
     return _type_events(rows, family_plan(family), keep=_STAGE_EXTRAS)
 
 
 def events_of(staged: DataFrame) -> DataFrame:
     return staged.where(F.col("_reason").isNull()).drop(*_STAGE_EXTRAS)
+
+
+def bronze_of(staged: DataFrame) -> DataFrame:
+    """The staged batch's bronze columns, one row per bronze row (the raw line of quarantined rows only)."""
+    return staged.select(
+        "bronze_id",
+        "source_file",
+        F.col("bronze_run_id").alias("run_id"),
+        F.col("bronze_ingest_ts").alias("ingest_ts"),
+        F.col("_content_hash").alias("content_hash"),
+        F.col("_parse_status").alias("parse_status"),
+        F.col("_bronze_event_type").alias("event_type"),
+        F.col("_quarantined_line").alias("raw_line"),
+    )
 
 
 def quarantine_of(staged: DataFrame, family: str) -> DataFrame:
@@ -108,6 +126,7 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
         "event_type",
         "event_type_from_folder",
         "source_file",
+        "content_hash",
         F.col("run_id").alias("bronze_run_id"),
         F.col("ingest_ts").alias("bronze_ingest_ts"),
     )
