@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import platform
 import re
 import shutil
 import time
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from devtools import machine_speed
 from devtools.bench_delivery_floor import (
     StepClock,
     commits_between,
@@ -92,7 +92,7 @@ def _timed(fn):
 
 
 def _machine() -> str:
-    return f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+    return machine_speed.describe()
 
 
 def write_section(doc: Path, layer: str, body: str) -> None:

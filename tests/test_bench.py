@@ -339,3 +339,15 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
     assert "**1.5 s = 5.0% of the full load, 0.5x nothing new** (the delivery: 20.0%, 2.0x)" in report
     assert "- 1.0 s, 1 tasks: silver: site: writes" in report
     assert "- 3.0 s: bronze: done\n- 4.9 s: feed: updated" in report
+
+
+def test_the_machines_speed_reading_gives_compute_and_memory_seconds(monkeypatch):
+    from devtools import machine_speed
+
+    monkeypatch.setattr(machine_speed, "STEPS", 30_000)
+    monkeypatch.setattr(machine_speed, "READS", 50_000)
+    monkeypatch.setattr(machine_speed, "CELLS", 40_000)
+    text = machine_speed.describe.__wrapped__()  # a reading of its own (describe keeps its process's first)
+    compute, memory = (float(x) for x in re.findall(r"(?:compute|memory) (\d+\.\d+) s", text))
+    assert 0 < compute < 5 and 0 < memory < 5 and "cores" in text, text
+    assert machine_speed.describe() is machine_speed.describe()  # read once per process
