@@ -231,9 +231,11 @@ def _refresh_in_spark(
     from pipelines import unchanged
     from pipelines.activity_log.bronze.land import listing_window_start
     from pipelines.activity_log.feed import quiet_site_lines
+    from pipelines.preload import modules_for, preload
     from pipelines.refresh import left_nothing_to_retry, run_refresh
     from pipelines.spark_session import build_spark
 
+    preload(modules_for(cfg, layers))  # GX and dbt imported while the JVM starts
     spark = build_spark(cfg)
     report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
     # with --summary, recorded only once the lake balances (a run that exits 1 is run again in full)

@@ -39,6 +39,8 @@ GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 S3_CREDENTIALS = ("keys", "provider_chain")
 # the driver JVM's garbage collector (pipelines/spark_session.py GC_OPTIONS)
 GARBAGE_COLLECTORS = ("parallel", "g1")
+# the driver JVM's just-in-time compilers (pipelines/spark_session.py JIT_OPTIONS)
+JIT_COMPILERS = ("tiered", "c1")
 # a detection's severity (gold.rpt_detections), in rising order: alerts.min_severity is one of them
 ALERT_SEVERITIES = ("low", "medium", "high", "critical")
 
@@ -157,6 +159,7 @@ class Spark(Section):
     file_open_cost_bytes: Whole(0) = key(65536, "what Spark assumes opening a file costs, in bytes read")
     codegen_min_rows: Whole(0) = key(200000, "below this many input rows, queries run interpreted; 0 = never")
     gc: OneOf(*GARBAGE_COLLECTORS) = key("parallel", "the driver's collector: parallel (fewest CPU-seconds) | g1")
+    jit: OneOf(*JIT_COMPILERS) = key("tiered", "the driver's JIT: tiered (C1, then C2 for hot code) | c1 (C1 only)")
     extra_conf: dict[SparkKey, SparkValue] = key({}, "any further spark.* settings, passed through as they are")
 
 

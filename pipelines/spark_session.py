@@ -39,6 +39,12 @@ C2_LATER = " ".join(
         "Tier4BackEdgeThreshold": 40000,
     }.items()
 )
+# The client compiler (C1) only, with one code cache large enough that the sweeper does not evict
+# and recompile (it spent 155 CPU-s of a 10-minute run in the default's smaller C1 segment). A small
+# lake's refresh: -12 to -15% JVM CPU, the same wall time for a delivery, +10% for a first load; a
+# large load runs its hot loops slower without C2 (docs/performance.md, "thirty-first step").
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:-SegmentedCodeCache -XX:ReservedCodeCacheSize=512m"
+JIT_OPTIONS = {"tiered": C2_LATER, "c1": C1_ONLY}
 
 
 def describe_jobs(spark: SparkSession, text: str | None) -> None:
@@ -120,7 +126,7 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
             # Silver's typing projection compiles to methods past the JIT's 8,000-byte limit; left
             # interpreted they cost ~20% of the silver pass (docs/performance.md).
             "-XX:-DontCompileHugeMethods "
-            f"{GC_OPTIONS[cfg.settings.spark.gc]} {C2_LATER} "
+            f"{GC_OPTIONS[cfg.settings.spark.gc]} {JIT_OPTIONS[cfg.settings.spark.jit]} "
             # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
             f"{extra_java_options or class_archive.java_options(cfg)}"
         ).strip(),

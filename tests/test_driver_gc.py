@@ -1,4 +1,5 @@
-"""The driver JVM's garbage collector (spark.gc): the parallel collector by default, G1 one setting away."""
+"""The driver JVM's garbage collector (spark.gc: the parallel collector by default, G1 one setting away)
+and its JIT compilers (spark.jit: tiered by default, C1 only in the test profile)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import os
 import pytest
 
 from pipelines.config import ConfigError, load_config
-from pipelines.settings import GARBAGE_COLLECTORS
-from pipelines.spark_session import GC_OPTIONS, spark_conf
+from pipelines.settings import GARBAGE_COLLECTORS, JIT_COMPILERS
+from pipelines.spark_session import GC_OPTIONS, JIT_OPTIONS, spark_conf
 
 
 def test_the_session_collects_with_the_parallel_collector(spark, cfg):
@@ -25,3 +26,23 @@ def test_g1_is_one_setting_away_and_an_unknown_collector_is_refused(cfg):
     assert GC_OPTIONS["g1"] in options and GC_OPTIONS["parallel"] not in options
     with pytest.raises(ConfigError, match=r"spark\.gc.*must be one of parallel, g1"):
         load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__GC": "cms"})
+
+
+def _vm_option(spark, name: str) -> str:
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    return bean.getVMOption(name).getValue()
+
+
+def test_the_test_sessions_jvm_compiles_with_c1_only_and_tiered_is_the_default(spark, cfg):
+    assert set(JIT_COMPILERS) == set(JIT_OPTIONS)  # every choice the config accepts has its JVM options
+    assert cfg.settings.spark.jit == "c1"  # conf/test.yaml
+    assert _vm_option(spark, "TieredStopAtLevel") == "1"
+    assert _vm_option(spark, "SegmentedCodeCache") == "false"  # one code cache, large enough for C1's code
+    default = load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__JIT": "tiered"})
+    options = spark_conf(default)["spark.driver.extraJavaOptions"]
+    assert JIT_OPTIONS["tiered"] in options and "TieredStopAtLevel" not in options
+    with pytest.raises(ConfigError, match=r"spark\.jit.*must be one of tiered, c1"):
+        load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__JIT": "c2"})
