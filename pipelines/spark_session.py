@@ -41,8 +41,9 @@ C2_LATER = " ".join(
 )
 # The client compiler (C1) only, with one code cache large enough that the sweeper does not evict
 # and recompile (it spent 155 CPU-s of a 10-minute run in the default's smaller C1 segment). A small
-# lake's refresh: -12 to -15% JVM CPU, the same wall time for a delivery, +10% for a first load; a
-# large load runs its hot loops slower without C2 (docs/performance.md, "thirty-first step").
+# lake's refresh in a process of its own: -12 to -15% JVM CPU, the same wall time for a delivery, +10%
+# for a first load. A JVM that lives long repays C2: the test suite's workers on C1 ran their dbt-heavy
+# tests up to 1.8x slower (docs/performance.md, "thirty-first step").
 C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:-SegmentedCodeCache -XX:ReservedCodeCacheSize=512m"
 JIT_OPTIONS = {"tiered": C2_LATER, "c1": C1_ONLY}
 

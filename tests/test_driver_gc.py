@@ -1,5 +1,5 @@
 """The driver JVM's garbage collector (spark.gc: the parallel collector by default, G1 one setting away)
-and its JIT compilers (spark.jit: tiered by default, C1 only in the test profile)."""
+and its JIT compilers (spark.jit: tiered by default, C1 only one setting away)."""
 
 from __future__ import annotations
 
@@ -36,13 +36,13 @@ def _vm_option(spark, name: str) -> str:
     return bean.getVMOption(name).getValue()
 
 
-def test_the_test_sessions_jvm_compiles_with_c1_only_and_tiered_is_the_default(spark, cfg):
+def test_the_session_compiles_with_the_tiered_compilers_and_c1_only_is_one_setting_away(spark, cfg):
     assert set(JIT_COMPILERS) == set(JIT_OPTIONS)  # every choice the config accepts has its JVM options
-    assert cfg.settings.spark.jit == "c1"  # conf/test.yaml
-    assert _vm_option(spark, "TieredStopAtLevel") == "1"
-    assert _vm_option(spark, "SegmentedCodeCache") == "false"  # one code cache, large enough for C1's code
-    default = load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__JIT": "tiered"})
-    options = spark_conf(default)["spark.driver.extraJavaOptions"]
-    assert JIT_OPTIONS["tiered"] in options and "TieredStopAtLevel" not in options
+    assert cfg.settings.spark.jit == "tiered"
+    assert _vm_option(spark, "TieredStopAtLevel") == "4"  # C2 too
+    assert _vm_option(spark, "Tier4InvocationThreshold") == "15000"  # taken later than Java's 5,000
+    c1 = load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__JIT": "c1"})
+    options = spark_conf(c1)["spark.driver.extraJavaOptions"]
+    assert JIT_OPTIONS["c1"] in options and "Tier4InvocationThreshold" not in options
     with pytest.raises(ConfigError, match=r"spark\.jit.*must be one of tiered, c1"):
         load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__JIT": "c2"})
