@@ -40,6 +40,24 @@ def move_day(generated: Path, landing: Path, day: str) -> int:
     return moved
 
 
+def delta_versions(spark, names: list[str]) -> dict[str, int]:
+    """The version of each Delta table of ``names`` (views skipped), for ``restore_versions``."""
+    from pipelines.delta_util import table_version
+
+    return {n: table_version(spark, n) for n in names if spark.catalog.getTable(n).tableType != "VIEW"}
+
+
+def restore_versions(spark, versions: dict[str, int]) -> None:
+    """Each table changed since ``delta_versions`` gave ``versions`` restored to that version, in one commit:
+    a test's rows added to a shared lake, and the models built over them, undone without building those
+    models again."""
+    from pipelines.delta_util import table_version
+
+    for name, version in versions.items():
+        if table_version(spark, name) != version:
+            spark.sql(f"RESTORE TABLE {name} TO VERSION AS OF {version}")
+
+
 # differs by run, not by data: when the row reached silver (the marts)
 RUN_COLUMNS = ("silver_ingest_ts",)
 # differ by run in any layer's tables: when and by which run a row was written

@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
+from pipelines import delta_util
 from pipelines.config import CONF_DIR, load_config
+from pipelines.delta_util import table_version
 from pipelines.errors import InputError
 from pipelines.gold import inputs
 from pipelines.gold.compact import compact_marts, data_files, mart_tables
@@ -25,7 +28,7 @@ from pipelines.project import DBT_DIR
 from pipelines.refresh import run_refresh
 from pipelines.spark_session import spark_conf
 from pipelines.tables import tables
-from tests.lake import KEYED, fingerprint, variant_environ
+from tests.lake import KEYED, delta_versions, fingerprint, restore_versions, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=12)]
 QUIET = {"log": lambda _m: None}
@@ -141,6 +144,31 @@ def test_a_fingerprint_tells_a_changed_added_or_dropped_row(spark):
         [(1, "a", {"k": "w"}), (2, "b", None)],
     ):
         assert fingerprint(spark.createDataFrame(other, rows.schema)) != fingerprint(rows), other
+
+
+def test_a_tables_version_is_read_from_its_log_by_name_or_path_and_a_wrong_name_says_why(spark, tmp_path):
+    """table_version reads Delta's log object (gold's inputs and each analyst copy ask for dozens per
+    refresh): the version DESCRIBE HISTORY gives, after every commit; what is no Delta table: its error."""
+    path = tmp_path / "versions"
+    spark.sql("CREATE SCHEMA IF NOT EXISTS versions_test")
+    spark.sql(f"CREATE OR REPLACE TABLE versions_test.t (x int) USING delta LOCATION '{path}'")
+    spark.sql("CREATE OR REPLACE TEMP VIEW versions_test_view AS SELECT 1 AS x")
+    try:
+        for n in range(3):
+            for name in ("versions_test.t", f"delta.`{path}`"):
+                expected = spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").first()["version"]
+                assert delta_util._log_version(spark, name) == table_version(spark, name) == expected == n, name
+            spark.sql(f"INSERT INTO versions_test.t VALUES ({n})")
+        for wrong, said in (
+            ("versions_test.nothing", "TABLE_OR_VIEW_NOT_FOUND"),
+            (f"delta.`{tmp_path / 'nowhere'}`", "not a Delta table"),
+            ("versions_test_view", "DESCRIBE HISTORY"),
+        ):
+            assert delta_util._log_version(spark, wrong) is None
+            with pytest.raises(AnalysisException, match=said):
+                table_version(spark, wrong)
+    finally:
+        spark.sql("DROP SCHEMA versions_test CASCADE")
 
 
 def test_a_build_leaves_what_reads_only_unmoved_silver_tables(tmp_path):
@@ -607,7 +635,6 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
             ),
         ],
     ]
-    ids = "', '".join(frame.first().event_id for delivery in deliveries for frame in delivery)
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
     models = [
         "int_site_user_role_versions",
@@ -636,6 +663,7 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
 
     before = roles()
     assert len(before) == 1, before
+    versions = delta_versions(spark, [site, *(f"{staging if m.startswith('int_') else gold}.{m}" for m in models)])
     try:
         for delivery in deliveries:
             for frame in delivery:
@@ -653,8 +681,7 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
         for m in models:
             assert rows(m) == incremental[m], m
     finally:
-        spark.sql(f"DELETE FROM {site} WHERE event_id IN ('{ids}')")
-        run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *models])
+        restore_versions(spark, versions)
         if built:  # the same rows again: the shared lake's marts still match silver
             inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
 
@@ -781,6 +808,9 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
     def content(luid: str):
         return spark.table(f"{gold}.dim_content").where(f"content_luid = '{luid}'").first()
 
+    versions = delta_versions(
+        spark, [*delivery, *(f"{staging if m.startswith('int_') else gold}.{m}" for m in (*facts, *kept))]
+    )
     try:
         for table, frames in delivery.items():
             for frame in frames:
@@ -826,9 +856,7 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
         for m in kept:
             assert rows(m) == incremental[m], f"{m} differs from a full refresh"
     finally:
-        for table in delivery:
-            spark.sql(f"DELETE FROM {table} WHERE event_id IN ('{ids[table]}')")
-        run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *facts, *kept])
+        restore_versions(spark, versions)
         if built:  # the same rows again: the shared lake's marts still match silver
             inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
 
@@ -869,6 +897,7 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
     ids = [frame.first().event_id for frame in added]
     built = inputs.last_built(spark, cfg) == inputs.current_inputs(spark, cfg)
     marts = ["fct_background_jobs", "fct_sessions"]
+    versions = delta_versions(spark, [site, *(f"{gold}.{m}" for m in marts)])
     for frame in added:
         frame.write.format("delta").mode("append").saveAsTable(site)
     try:
@@ -892,7 +921,6 @@ def test_jobs_and_sessions_recompute_from_their_window_and_equal_a_full_refresh(
         for name in marts:
             assert fingerprint(spark.table(f"{gold}.{name}")) == incremental[name], f"{name} differs"
     finally:
-        spark.sql(f"DELETE FROM {site} WHERE event_id IN ('{ids[0]}', '{ids[1]}')")
-        run_dbt(spark, cfg, ["run", "--quiet", "--full-refresh", "--select", *marts])
+        restore_versions(spark, versions)
         if built:  # the same rows again: the shared lake's marts still match silver
             inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
