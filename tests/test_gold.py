@@ -553,6 +553,11 @@ def test_sql_command_query(spark, gold_lake):
     assert format_rows(columns, rows, "csv").count("\n") == 6
 
 
+def _model_table(cfg, model: str) -> str:
+    """A dbt model's table: the intermediate models' in gold's staging schema, the marts' in gold's."""
+    return f"{tables(cfg).gold_staging_schema if model.startswith('int_') else cfg.get('gold.schema')}.{model}"
+
+
 def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refresh(spark, gold_lake):
     """int_site_user_role_versions and int_site_actors are tables kept incrementally: a delivery reads
     silver from the start of the version its observations fall in. Two deliveries: a late observation
@@ -657,13 +662,13 @@ def test_role_history_and_actors_merge_from_their_window_and_equal_a_full_refres
     # seed's (which may count observations a split moved to a later version), so it is not compared
     def rows(m: str) -> tuple:
         return fingerprint(
-            spark.table(f"{staging if m.startswith('int_') else gold}.{m}"),
+            spark.table(_model_table(cfg, m)),
             ignore=("silver_ingest_ts",) if m == "int_site_user_role_versions" else (),
         )
 
     before = roles()
     assert len(before) == 1, before
-    versions = delta_versions(spark, [site, *(f"{staging if m.startswith('int_') else gold}.{m}" for m in models)])
+    versions = delta_versions(spark, [site, *(_model_table(cfg, m) for m in models)])
     try:
         for delivery in deliveries:
             for frame in delivery:
@@ -803,14 +808,12 @@ def test_content_groups_and_admin_changes_merge_a_delivery_and_equal_a_full_refr
     facts = ["fct_content_lifecycle", "fct_content_access", "fct_group_membership_changes", "fct_logins"]
 
     def rows(m: str) -> tuple:
-        return fingerprint(spark.table(f"{staging if m.startswith('int_') else gold}.{m}"))
+        return fingerprint(spark.table(_model_table(cfg, m)))
 
     def content(luid: str):
         return spark.table(f"{gold}.dim_content").where(f"content_luid = '{luid}'").first()
 
-    versions = delta_versions(
-        spark, [*delivery, *(f"{staging if m.startswith('int_') else gold}.{m}" for m in (*facts, *kept))]
-    )
+    versions = delta_versions(spark, [*delivery, *(_model_table(cfg, m) for m in (*facts, *kept))])
     try:
         for table, frames in delivery.items():
             for frame in frames:
