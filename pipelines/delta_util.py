@@ -73,13 +73,30 @@ def table_version(spark: SparkSession, table: str) -> int:
     return int(version)
 
 
-def _log_version(spark: SparkSession, table: str) -> int | None:
+def _log_snapshot(spark: SparkSession, table: str):
+    """The table's latest snapshot from Delta's log object (None: no such table, not Delta, or
+    another Delta API)."""
     try:
         jss = spark._jsparkSession
         ident = jss.sessionState().sqlParser().parseTableIdentifier(table)
         none = spark._jvm.scala.Option.empty()
         log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(jss, ident)
-        version = log.update(False, none, none).version()
-    except Exception:  # no such table, not Delta, another Delta API: DESCRIBE HISTORY says which
+        return log.update(False, none, none)
+    except Exception:
         return None
+
+
+def _log_version(spark: SparkSession, table: str) -> int | None:
+    snapshot = _log_snapshot(spark, table)
+    version = -1 if snapshot is None else snapshot.version()
     return int(version) if version >= 0 else None  # -1: no Delta log there
+
+
+def table_bytes(spark: SparkSession, table: str) -> int | None:
+    """The size of the table's current files, from Delta's log (its checksum file: no data file is
+    read); None when it cannot tell (no Delta table there)."""
+    snapshot = _log_snapshot(spark, table)
+    try:
+        return None if snapshot is None or snapshot.version() < 0 else int(snapshot.sizeInBytes())
+    except Exception:  # another Delta API
+        return None

@@ -9,8 +9,8 @@ covers). The steps:
    pipelines/personal_data/catalogue.yaml), followed until no new
    LUID or e-mail turns up. Nobody found: ``PersonNotFound``, nothing changed.
 2. **Pending**: before anything is rewritten, the erasure is written down: a state file under
-   ``<checkpoints>/erasure_pending/`` (the identifiers, their tokens, the tables in order, the rows
-   counted so far; the clear values a re-run needs, so not in a Delta table) and a row of
+   ``<checkpoints>/erasure_pending/`` (the identifiers, their tokens, the tables in order with their
+   versions, the rows rewritten so far; the clear values a re-run needs, so not in a Delta table) and a row of
    ``ops.erasures`` with status ``pending`` (tokens only). A re-run of ``auditlake erase`` or the
    next refresh finishes a pending erasure first (``finish_pending_erasure``).
 3. **Pseudonymise** every Delta table of the bronze, silver, ops and gold schemas, in that order:
@@ -18,8 +18,10 @@ covers). The steps:
    identifier, so keys stay unique and joins still join). LUIDs and e-mails are replaced wherever
    they occur in a text (raw JSON lines included); names (sign-in and display names) only where a
    value is the whole name, or a JSON string holding it, so a name inside another word is left.
-   The rows are counted (and the count saved) before a table's rewrite; a table rewritten already
-   matches no row, and Delta makes no commit for it.
+   One UPDATE per table rewrites the rows and counts them: the count is its commit's own
+   (``numUpdatedRows``), kept in the state file after it. The commit carries the erasure id
+   (Delta's commit ``userMetadata``), so a run killed between the commit and the save finds the
+   count in the table's history; a table rewritten already matches no row, and Delta makes no commit.
 4. **Vacuum** every table touched with ``erase.vacuum_retain_hours``: the files that held the old
    values (and the change data feed's pre-images) are deleted, so time travel to a version before
    the erasure fails.
@@ -58,12 +60,15 @@ from pipelines.delta_util import create_table_if_missing, for_each_table, table_
 from pipelines.errors import InputError, UsageError
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
+from pipelines.spark_session import session_conf, small_tables
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 
 TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+# The note Delta writes into each commit of the session (its history's userMetadata): the erasure id.
+COMMIT_NOTE = "spark.databricks.delta.commitInfo.userMetadata"
 
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
@@ -141,6 +146,29 @@ def _on_its_events(family: str, column: str, role: str) -> Column:
     return F.col(column) if events is None else F.when(F.col("event_type").isin(*events), F.col(column))
 
 
+def _values_held(frame: DataFrame, family: str, keys: set[str]) -> list[str]:
+    """The identity values of the rows of ``frame`` where one of ``keys`` is a person key or an
+    e-mail: per catalogue group, the group's values on the rows its own keys match. One pass with one
+    projection (a union of one query per group plans the wide table once per group)."""
+    matched, held = [], []
+    for group in _groups_present(frame, family):
+        key_cols = group.get(PERSON_KEY, ()) + group.get(EMAIL, ())
+        hit = reduce(Column.__or__, [F.lower(F.col(c)).isin(*keys) for c in key_cols])
+        values = F.array(*[_on_its_events(family, c, role) for role, cols in group.items() for c in cols])
+        matched.append(hit)
+        held.append(F.when(hit, values).otherwise(F.array().cast("array<string>")))  # NULL hit: none
+    if not matched:
+        return []
+    rows = (
+        frame.where(reduce(Column.__or__, matched))
+        .select(F.explode(F.concat(*held)).alias("v"))
+        .where(F.col("v").isNotNull())
+        .distinct()
+        .collect()
+    )
+    return [r["v"] for r in rows]
+
+
 def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
     """The identifiers that belong to the person with this LUID or e-mail (``PersonNotFound`` when
     no identity column of silver, nor a Write-Back user name, holds it)."""
@@ -152,26 +180,11 @@ def resolve_person(spark: SparkSession, cfg: Config, user: str) -> Person:
         for family in FAMILIES:
             if not spark.catalog.tableExists(t.silver_events(family)):
                 continue
-            frame = spark.table(t.silver_events(family))
-            found_in = []  # per group: the values of its rows holding a key (one job for them all)
-            for group in _groups_present(frame, family):
-                key_cols = group.get(PERSON_KEY, ()) + group.get(EMAIL, ())
-                hit = F.lit(False)
-                for c in key_cols:
-                    hit = hit | F.lower(F.col(c)).isin(*person.keys)
-                found_in.append(
-                    frame.where(hit).select(
-                        F.explode(
-                            F.array(*[_on_its_events(family, c, role) for role, cols in group.items() for c in cols])
-                        ).alias("v")
-                    )
-                )
-            if not found_in:
-                continue
-            values = reduce(DataFrame.unionAll, found_in).where(F.col("v").isNotNull()).distinct().collect()
-            for r in values:
+            with small_tables(spark, cfg, [t.silver_events(family)]):
+                values = _values_held(spark.table(t.silver_events(family)), family, person.keys)
+            for value in values:
                 found = True
-                text = r["v"].strip()
+                text = value.strip()
                 if re.fullmatch(UUID_PATTERN, text) or "@" in text:
                     person.keys.add(text.lower())
                 elif text:
@@ -262,26 +275,38 @@ def _holding(frame: DataFrame, person: Person, tokens: dict[str, str]) -> tuple[
     return F.coalesce(hit, F.lit(False)), rewrites
 
 
-def count_holding(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
-    """How many rows of ``table`` hold one of the person's identifiers."""
-    frame = spark.table(table)
-    holding = _holding(frame, person, tokens)
-    return frame.where(holding[0]).count() if holding else 0
-
-
-def rewrite_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> None:
-    """Rewrite the rows of ``table`` holding an identifier (none left: Delta makes no commit)."""
+def pseudonymise_table(
+    spark: SparkSession, table: str, person: Person, tokens: dict[str, str], erasure_id: str = ""
+) -> int:
+    """Rewrite the rows of ``table`` holding an identifier, in one UPDATE whose commit carries
+    ``erasure_id``; -> how many rows it rewrote, its commit's own count (0: none held one, and Delta
+    made no commit). One pass over the table: counting the rows first would read it twice."""
     holding = _holding(spark.table(table), person, tokens)
-    if holding:
+    if not holding:
+        return 0
+    before = table_version(spark, table)
+    with session_conf(spark, {COMMIT_NOTE: erasure_id} if erasure_id else {}):
         DeltaTable.forName(spark, table).update(condition=holding[0], set={f"`{n}`": v for n, v in holding[1].items()})
+    if table_version(spark, table) == before:
+        return 0
+    return _rewritten_rows(DeltaTable.forName(spark, table).history(1).first())
 
 
-def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
-    """Rewrite the rows of ``table`` holding an identifier; -> how many (0: no commit)."""
-    rows = count_holding(spark, table, person, tokens)
-    if rows:
-        rewrite_table(spark, table, person, tokens)
-    return rows
+def _rewritten_rows(commit) -> int:
+    return int((commit["operationMetrics"] or {}).get("numUpdatedRows") or 0)
+
+
+def rows_rewritten_by(spark: SparkSession, table: str, erasure_id: str, since_version: int) -> int | None:
+    """The rows the commit of erasure ``erasure_id`` on ``table`` after ``since_version`` rewrote (a
+    run killed after that commit, before its count was kept); None: it made no such commit. The
+    refresh lock keeps other writers out meanwhile: the commits since are the erasure's."""
+    newer = table_version(spark, table) - since_version
+    if newer <= 0:
+        return None
+    for commit in DeltaTable.forName(spark, table).history(newer).collect():
+        if commit["userMetadata"] == erasure_id:
+            return _rewritten_rows(commit)
+    return None
 
 
 # ---- 3. vacuum -------------------------------------------------------------------------------
@@ -383,10 +408,13 @@ class PendingErasure:
     names: list[str]
     tokens: dict[str, str]  # identifier -> token
     tables: list[str]  # every table to pseudonymise, in order (bronze, silver, ops, gold)
-    rows_by_table: dict[str, int]  # rows holding an identifier, counted just before the table's rewrite
+    rows_by_table: dict[str, int]  # rows rewritten (held an identifier), kept after each table's rewrite
     gold_was_current: bool
     vacuum_retain_hours: int
     seq: int = 0  # the state file's number (each save writes the next one)
+    # each table's version before the erasure: where its history is searched for the erasure's commit
+    # (none in a state file written before they were kept: its counts were taken before each rewrite)
+    versions_before: dict[str, int] = field(default_factory=dict)
 
     def person(self) -> Person:
         return Person(self.identifier_kind, set(self.keys), set(self.names))
@@ -412,7 +440,8 @@ def refresh_analyst_copies(spark: SparkSession, cfg: Config, report: ErasureRepo
     gold = tables(cfg).gold_schema + "."
     marts = [name.removeprefix(gold) for name in report.tables_vacuumed if name.startswith(gold)]
     if marts:
-        publish_analyst_tables(spark, cfg, log=log)
+        with small_tables(spark, cfg, [gold + mart for mart in marts]):  # what the copies read
+            publish_analyst_tables(spark, cfg, log=log)
     location = analyst_tables_location(cfg)
     return [
         f"delta.`{storage.join(location, mart)}`"
@@ -482,6 +511,7 @@ def begin_erasure(
     require_promoted(spark, cfg)
     person = resolve_person(spark, cfg, user)
     tokens = {value: token_for(value, salt) for value in person.identifiers()}
+    lake_tables = erasable_tables(spark, cfg)
     pending = PendingErasure(
         erasure_id,
         datetime.now(UTC).isoformat(),
@@ -490,10 +520,11 @@ def begin_erasure(
         sorted(person.keys),
         sorted(person.names),
         tokens,
-        erasable_tables(spark, cfg),
+        lake_tables,
         {},
         gold_inputs.last_built(spark, cfg) == gold_inputs.current_inputs(spark, cfg),
         int(cfg.settings.erase.vacuum_retain_hours),
+        versions_before={name: table_version(spark, name) for name in lake_tables},
     )
     _save_pending(spark, cfg, pending)
     _record_pending(spark, cfg, pending)
@@ -512,7 +543,7 @@ def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print) -> tuple
         return None
     log(
         f"erase: finishing the pending erasure {pending.erasure_id} (begun {pending.started_at[:19]}Z, "
-        f"{len(pending.rows_by_table)} of {len(pending.tables)} tables counted)"
+        f"{len(pending.rows_by_table)} of {len(pending.tables)} tables done)"
     )
     return finish_erasure(spark, cfg, pending, log=log), pending.person()
 
@@ -530,11 +561,19 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         if not spark.catalog.tableExists(table) or pending.rows_by_table.get(table) == 0:
             continue
         rows = pending.rows_by_table.get(table)
-        if rows is None:  # counted (and the count kept) before the rewrite, for the record
-            rows = pending.rows_by_table[table] = count_holding(spark, table, person, tokens)
+        if rows is None:
+            before = pending.versions_before.get(table)
+            rows = None if before is None else rows_rewritten_by(spark, table, pending.erasure_id, before)
+            if rows is None:
+                with small_tables(spark, cfg, [table]):
+                    rows = pseudonymise_table(spark, table, person, tokens, pending.erasure_id)
+            pending.rows_by_table[table] = rows
             _save_pending(spark, cfg, pending)
-        if rows:  # again after a kill: rows already rewritten match no more, and no commit is made
-            rewrite_table(spark, table, person, tokens)
+        elif rows and table not in pending.versions_before:
+            # a state file of a release that counted before each rewrite: the count kept, maybe not
+            # the rewrite (rows already rewritten match no more, and Delta makes no commit)
+            with small_tables(spark, cfg, [table]):
+                pseudonymise_table(spark, table, person, tokens, pending.erasure_id)
         log(f"erase: {table}: {rows} rows pseudonymised")
     report = pending.report()
     copies = refresh_analyst_copies(spark, cfg, report, log)
@@ -542,12 +581,9 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         f"erase: vacuuming {len(report.tables_vacuumed)} tables and {len(copies)} analyst copies "
         f"(retain {report.vacuum_retain_hours} h)"
     )
-    vacuum(
-        spark,
-        [t for t in report.tables_vacuumed if spark.catalog.tableExists(t)] + copies,
-        report.vacuum_retain_hours,
-        log,
-    )
+    vacuumed = [t for t in report.tables_vacuumed if spark.catalog.tableExists(t)] + copies
+    with small_tables(spark, cfg, vacuumed):  # a vacuum's jobs read the file listings: one setting for all
+        vacuum(spark, vacuumed, report.vacuum_retain_hours, log)
     move_silver_past(spark, cfg, pending.erasure_id)
     if pending.gold_was_current:  # gold got the same rewrite as silver: it still matches what it is built from
         gold_inputs.record_built(spark, cfg, gold_inputs.current_inputs(spark, cfg))

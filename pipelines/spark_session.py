@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipelines import class_archive
 from pipelines.config import Config, ConfigError, secret
+from pipelines.delta_util import table_bytes
 from pipelines.jars import jar_paths, missing_jars
 from pipelines.project import CONF_DIR
 from pipelines.storage import is_uri
@@ -79,6 +80,23 @@ def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[b
         return
     with session_conf(spark, mine):
         yield True
+
+
+# The fewest bytes one row takes in a table of this lake's (compressed Parquet of a narrow table):
+# a table's size over this bounds its rows (small_tables), from Delta's log, without a count's
+# job. A table that packs rows tighter is taken for a small one and runs interpreted: slower, not wrong.
+ROW_BYTES_AT_LEAST = 10
+
+
+@contextmanager
+def small_tables(spark: SparkSession, cfg: Config, names: list[str]) -> Iterator[bool]:
+    """small_input_below for queries each over the whole of one of the tables ``names`` names (a
+    rewrite, vacuums), their rows bounded by the largest one's size on disk (ROW_BYTES_AT_LEAST). A
+    table whose size Delta's log does not give counts as large."""
+    sizes = [table_bytes(spark, name) for name in names]
+    rows = cfg.settings.spark.codegen_min_rows if None in sizes else max(sizes, default=0) // ROW_BYTES_AT_LEAST
+    with small_input_below(spark, cfg, rows) as small:
+        yield small
 
 
 @contextmanager

@@ -5,6 +5,7 @@ adds nothing."""
 from __future__ import annotations
 
 import json
+import os
 from functools import reduce
 from pathlib import Path
 
@@ -15,20 +16,25 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import load_config
-from pipelines.delta_util import table_names, table_version
+from pipelines.delta_util import ensure_schema, table_bytes, table_names, table_version
 from pipelines.erase import (
     PENDING_DIR,
     TOKEN_PREFIX,
     PendingErasure,
+    Person,
     PersonNotFound,
     _clear_pending,
     _save_pending,
     erase_person,
     load_pending,
+    pseudonymise_table,
+    rows_rewritten_by,
+    token_for,
 )
 from pipelines.errors import UsageError
 from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
+from pipelines.spark_session import ROW_BYTES_AT_LEAST, small_tables
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
@@ -212,6 +218,52 @@ def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path)
     assert loaded.rows_by_table == {"bronze.t": 3} and loaded.person().keys == {"a@example.com"}
     _clear_pending(spark, cfg)
     assert load_pending(spark, cfg) is None and not folder.exists()
+
+
+def _held_table(spark) -> str:
+    """A table of five rows, three holding a@example.com (in any case, inside a JSON text)."""
+    spark.sql("DROP SCHEMA IF EXISTS erase_commit CASCADE")
+    ensure_schema(spark, "erase_commit")
+    rows = [(1, "A@example.com", None), (2, "b@example.com", '{"by": "a@example.com"}'), (3, None, "x a@example.com")]
+    rows += [(4, "b@example.com", "a@example.org"), (5, None, None)]
+    frame = spark.createDataFrame(rows, "id int, email string, note string")
+    frame.write.format("delta").saveAsTable("erase_commit.held")
+    return "erase_commit.held"
+
+
+def test_one_update_counts_the_rows_it_rewrites_and_a_run_killed_after_its_commit_finds_them(spark):
+    table = _held_table(spark)
+    person = Person("email", keys={"a@example.com"})
+    tokens = {"a@example.com": token_for("a@example.com", SALT)}
+    before = table_version(spark, table)
+    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 3  # the UPDATE's own count
+    assert table_version(spark, table) == before + 1
+    assert _rows_holding(spark, table, ["a@example.com"]) == 0 and _rows_holding(spark, table, ["b@example.com"]) == 2
+    # killed after the commit, before the count was kept: the re-run finds it in the table's history
+    assert rows_rewritten_by(spark, table, "erase-1", before) == 3
+    assert rows_rewritten_by(spark, table, "erase-2", before) is None  # another erasure's: not this one's
+    assert rows_rewritten_by(spark, table, "erase-1", before + 1) is None  # no commit since
+    # nothing left to rewrite: no commit
+    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 0
+    assert table_version(spark, table) == before + 1
+    spark.sql("DROP SCHEMA erase_commit CASCADE")
+
+
+def test_a_tables_size_comes_from_its_log_and_a_small_one_is_rewritten_interpreted(spark, cfg):
+    table = _held_table(spark)
+    size = spark.sql(f"DESCRIBE DETAIL {table}").first()["sizeInBytes"]
+    assert table_bytes(spark, table) == size > 0
+    assert table_bytes(spark, "erase_commit.missing") is None
+    with small_tables(spark, cfg, [table]) as small:
+        assert small and spark.conf.get("spark.sql.adaptive.enabled") == "false"
+    assert spark.conf.get("spark.sql.adaptive.enabled") != "false"  # put back
+    # its rows bounded by its size: at a threshold under that bound, or beside a table of unknown size, large
+    bound = str(size // ROW_BYTES_AT_LEAST)
+    fewer = load_config("test", environ={**os.environ, "AUDITLAKE__SPARK__CODEGEN_MIN_ROWS": bound})
+    for config, names in ((fewer, [table]), (cfg, [table, "erase_commit.missing"])):
+        with small_tables(spark, config, names) as small:
+            assert not small, names
+    spark.sql("DROP SCHEMA erase_commit CASCADE")
 
 
 def test_reconcile_balances_and_a_refresh_adds_nothing(spark, erased):
