@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 # Small tables' jobs (a copy, a vacuum) are mostly the driver's planning, listing and commits, with the
 # cores idle between short tasks: a few at once on one session fill them.
 TABLES_AT_ONCE = 4
+# While set, the note Delta writes into each commit the session makes (its history's ``userMetadata``):
+# a run names its commits, to find them after a kill.
+COMMIT_NOTE = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def for_each_table(work: Callable[[str], object], names: Iterable[str]) -> None:
@@ -56,10 +59,15 @@ def create_table_if_missing(
     return True
 
 
+def latest_commit_info(spark: SparkSession, table: str, n: int) -> list[Row]:
+    """The table's last ``n`` commits as ``DESCRIBE HISTORY`` gives them (``version``, ``operation``,
+    ``userMetadata``, ``operationMetrics``, ...), newest first."""
+    return spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(n)}").collect()
+
+
 def latest_commits(spark: SparkSession, table: str, n: int) -> list[str | None]:
     """The ``userMetadata`` of the table's last ``n`` commits, newest first."""
-    rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(n)}").select("userMetadata").collect()
-    return [r[0] for r in rows]
+    return [r["userMetadata"] for r in latest_commit_info(spark, table, n)]
 
 
 def table_version(spark: SparkSession, table: str) -> int:

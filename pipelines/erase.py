@@ -56,7 +56,14 @@ from pipelines.activity_log.silver.promote import last_promoted
 from pipelines.analyst.publish import publish_analyst_tables
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing, for_each_table, table_names, table_version
+from pipelines.delta_util import (
+    COMMIT_NOTE,
+    create_table_if_missing,
+    for_each_table,
+    latest_commit_info,
+    table_names,
+    table_version,
+)
 from pipelines.errors import InputError, UsageError
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
@@ -67,8 +74,6 @@ from pipelines.tables import Tables, tables
 TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-# The note Delta writes into each commit of the session (its history's userMetadata): the erasure id.
-COMMIT_NOTE = "spark.databricks.delta.commitInfo.userMetadata"
 
 ERASURES_SCHEMA = (
     "erasure_id string, erased_at timestamp, requested_by string, identifier_kind string, "
@@ -289,7 +294,7 @@ def pseudonymise_table(
         DeltaTable.forName(spark, table).update(condition=holding[0], set={f"`{n}`": v for n, v in holding[1].items()})
     if table_version(spark, table) == before:
         return 0
-    return _rewritten_rows(DeltaTable.forName(spark, table).history(1).first())
+    return _rewritten_rows(latest_commit_info(spark, table, 1)[0])
 
 
 def _rewritten_rows(commit) -> int:
@@ -303,7 +308,7 @@ def rows_rewritten_by(spark: SparkSession, table: str, erasure_id: str, since_ve
     newer = table_version(spark, table) - since_version
     if newer <= 0:
         return None
-    for commit in DeltaTable.forName(spark, table).history(newer).collect():
+    for commit in latest_commit_info(spark, table, newer):
         if commit["userMetadata"] == erasure_id:
             return _rewritten_rows(commit)
     return None

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing, ensure_schema, latest_commits, table_version
+from pipelines.delta_util import COMMIT_NOTE, create_table_if_missing, ensure_schema, latest_commits, table_version
 from pipelines.entity_snapshots.history import closings, keyed, new_versions, payload_columns, transitions
 from pipelines.silver_stamp import with_silver_run
 from pipelines.spark_session import small_input_below
@@ -262,7 +262,7 @@ def _write(
         versions.limit(0).write.format("delta").saveAsTable(history)
     if out.versions_added == out.versions_closed == 0:
         return  # nothing changed: no commit (a run killed before its hours are marked applies them again)
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", COMMIT_MARK + run_id)
+    spark.conf.set(COMMIT_NOTE, COMMIT_MARK + run_id)
     try:
         if out.versions_closed == 0:
             # nothing to close: new versions start at hours later than any applied, so none is there
@@ -286,7 +286,7 @@ def _write(
                 .execute()
             )
     finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        spark.conf.unset(COMMIT_NOTE)
 
 
 def _record_hours(spark: SparkSession, t: Tables, hours: list[tuple], run_id: str) -> None:
