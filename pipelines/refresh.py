@@ -23,7 +23,7 @@ from pipelines.errors import InputError, one_line
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts, mart_tables
-from pipelines.gold.run import GoldResult, build_gold, merge_windows
+from pipelines.gold.run import GoldResult, build_gold, merge_windows, over_silver, silver_tables
 from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
 from pipelines.quality.gate import QualityGate
@@ -270,12 +270,10 @@ def _gold(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: P
         feed.log_quiet_sites(spark, cfg, log=log)
         return
     gold_inputs.forget_built(spark, cfg)
-    # gold over a small silver runs with the small-input settings: planning and compiling its ~150 queries
-    # the adaptive, compiled way would cost more than they take
     unmoved = gold_inputs.unmoved_tables(last, inputs)
     if unmoved and not _gold_tables_exist(spark, cfg):  # marts gone (dropped, or a lake restored): all of them
         unmoved = set()
-    with small_input_below(spark, cfg, _silver_rows(spark, cfg)):
+    with over_silver(spark, cfg):  # gold over a small silver with the small-input settings
         _build_gold(spark, cfg, report, log, unmoved)
     gold_inputs.record_built(spark, cfg, inputs)
     feed.log_quiet_sites(spark, cfg, log=log)
@@ -316,17 +314,6 @@ def recovered_schemas(cfg: Config) -> list[tuple[str, bool]]:
     return [(schema, schema in t.derived_schemas) for schema in t.table_schemas]
 
 
-def _silver_tables(cfg: Config) -> list[str]:
-    """The silver tables gold reads: the events of each family and the Write-Back rows."""
-    t = tables(cfg)
-    return [*map(t.silver_events, bronze.FAMILIES), t.writeback_audit]
-
-
-def _silver_rows(spark: SparkSession, cfg: Config) -> int:
-    """Rows gold reads (Delta answers from its statistics)."""
-    return sum(spark.table(name).count() for name in _silver_tables(cfg))
-
-
 def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
     t = tables(cfg)
     return all(spark.catalog.tableExists(t.gold(mart)) for mart in event_marts())
@@ -334,7 +321,7 @@ def _gold_tables_exist(spark: SparkSession, cfg: Config) -> bool:
 
 def _require_silver(spark: SparkSession, cfg: Config) -> None:
     """Gold reads silver's tables: say so plainly instead of a dbt stack trace."""
-    missing = [name for name in _silver_tables(cfg) if not spark.catalog.tableExists(name)]
+    missing = [name for name in silver_tables(cfg) if not spark.catalog.tableExists(name)]
     if missing:
         raise InputError(
             f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "

@@ -1,5 +1,5 @@
 """Small inputs run interpreted, planned once, on one shuffle partition (spark.codegen_min_rows): the
-switch, its undoing, and the row count a silver batch is judged by."""
+switch, its undoing, the row count a silver batch is judged by, and gold judged by silver's rows.
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 
 from pipelines.activity_log.silver.promote import appended_versions, bronze_row_count
 from pipelines.config import load_config
+from pipelines.gold.run import over_silver
 from pipelines.spark_session import SMALL_INPUT, small_input_below
 
 
@@ -68,3 +69,18 @@ def test_a_batch_is_judged_by_the_rows_its_bronze_commits_appended(spark, cfg, t
         assert count(1, 2) == 0
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_gold_over_a_small_silver_runs_with_its_settings_and_a_block_inside_keeps_the_outer_decision(spark, cfg):
+    """over_silver: a refresh's gold layer, and each dbt run inside it, judged once by silver's rows."""
+    before, never, always = _settings(spark), _cfg(cfg, codegen_min_rows="0"), _cfg(cfg, codegen_min_rows=str(10**12))
+    with over_silver(spark, never):
+        assert _settings(spark) == before
+        with over_silver(spark, always):  # a dbt run inside a refresh's gold: the outer decision stands
+            assert _settings(spark) == before
+    with over_silver(spark, always):
+        assert _settings(spark) == SMALL_INPUT
+        with over_silver(spark, never):
+            assert _settings(spark) == SMALL_INPUT
+        assert _settings(spark) == SMALL_INPUT  # the block inside put back nothing of the outer one's
+    assert _settings(spark) == before
