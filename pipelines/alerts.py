@@ -34,7 +34,8 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -46,6 +47,7 @@ from pipelines.config import WEBHOOK_URL, Config, secret
 from pipelines.delta_util import create_table_if_missing
 from pipelines.errors import ConfigError, InputError, one_line
 from pipelines.settings import ALERT_SEVERITIES
+from pipelines.spark_session import small_tables
 from pipelines.tables import tables
 
 PENDING, SENT, SKIPPED = "pending", "sent", "skipped"  # skipped: recorded by --skip-backlog, never posted
@@ -177,14 +179,24 @@ def detections_to_queue(detections: DataFrame, known: DataFrame, min_severity: s
     )
 
 
-def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status: str = PENDING) -> int:
-    """MERGE the detections not seen before into ``ops.alert_deliveries`` as ``status`` (pending, or
-    skipped for a backlog), insert-only (keyed on ``detection_id``); -> how many. No commit when
-    there are none."""
+@contextmanager
+def _alert_tables(spark: SparkSession, cfg: Config) -> Iterator[None]:
+    """A run over the detections report and ``ops.alert_deliveries`` (made if missing), with the
+    small-input settings while they are small: a run's few queries and MERGEs over tens of rows
+    otherwise cost what compiling and re-planning them costs."""
     t = tables(cfg)
     if not spark.catalog.tableExists(t.detections):
         raise AlertsError(f"{t.detections} does not exist: build gold first (auditlake refresh)")
     create_table_if_missing(spark, t.alert_deliveries, DELIVERIES_SCHEMA)
+    with small_tables(spark, cfg, [t.detections, t.alert_deliveries]):
+        yield
+
+
+def queue_new_detections(spark: SparkSession, cfg: Config, now: datetime, status: str = PENDING) -> int:
+    """MERGE the detections not seen before into ``ops.alert_deliveries`` as ``status`` (pending, or
+    skipped for a backlog), insert-only (keyed on ``detection_id``); -> how many. No commit when
+    there are none. Inside ``_alert_tables``."""
+    t = tables(cfg)
     rows = []
     for r in detections_to_queue(
         spark.table(t.detections), spark.table(t.alert_deliveries), cfg.settings.alerts.min_severity
@@ -315,12 +327,13 @@ def skip_backlog(spark: SparkSession, cfg: Config, log=print) -> int:
     """Start alerting from now: every detection the report holds that was never queued, and every
     pending one, is recorded as skipped (never posted); later detections are sent as usual. -> how many."""
     t = tables(cfg)
-    queued = queue_new_detections(spark, cfg, datetime.now(UTC), status=SKIPPED)
-    pending = spark.table(t.alert_deliveries).where(F.col("status") == PENDING).count()
-    if pending:
-        DeltaTable.forName(spark, t.alert_deliveries).update(
-            F.col("status") == PENDING, {"status": F.lit(SKIPPED), "last_error": F.lit("backlog: not posted")}
-        )
+    with _alert_tables(spark, cfg):
+        queued = queue_new_detections(spark, cfg, datetime.now(UTC), status=SKIPPED)
+        pending = spark.table(t.alert_deliveries).where(F.col("status") == PENDING).count()
+        if pending:
+            DeltaTable.forName(spark, t.alert_deliveries).update(
+                F.col("status") == PENDING, {"status": F.lit(SKIPPED), "last_error": F.lit("backlog: not posted")}
+            )
     log(
         f"alerts: {queued + pending} detection(s) recorded as skipped, never to be posted "
         f"({queued} not queued before, {pending} pending); later detections are sent"
@@ -333,6 +346,11 @@ def send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool
     the outcomes. ``url`` may be None only for a dry run. The caller holds the refresh lock."""
     if url is None and not dry_run:
         raise ValueError("send_alerts: a webhook URL is needed unless dry_run")
+    with _alert_tables(spark, cfg):
+        return _send_alerts(spark, cfg, url, dry_run, log)
+
+
+def _send_alerts(spark: SparkSession, cfg: Config, url: str | None, dry_run: bool, log) -> AlertsReport:
     t = tables(cfg)
     report = AlertsReport(dry_run=dry_run)
     report.new = queue_new_detections(spark, cfg, datetime.now(UTC))
