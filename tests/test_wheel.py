@@ -32,7 +32,7 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 # the installed product's folder, kept for `.ci/run` to show: the refresh's summary and its Data Docs
 REPORT_DIR = CHECKOUT / "data" / "ci-dq"
 SUMMARY = "refresh-summary.txt"
-EVENTS = 2000  # per delivery: a clean one and a dirty one (every kind of damage the generator makes)
+EVENTS = 500  # per delivery, a clean one and a dirty one: the dirty one has every kind of damage the generator makes
 
 
 def _shipped_files() -> list[str]:

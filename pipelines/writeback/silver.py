@@ -46,6 +46,7 @@ from pipelines import storage
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.silver_stamp import with_silver_run
+from pipelines.spark_session import small_tables
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
@@ -336,18 +337,21 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         for k, v in r.reasons.items():
             total.reasons[k] = total.reasons.get(k, 0) + v
 
-    query = (
-        spark.readStream.format("delta")
-        # bronze only grows, but an erasure (pipelines/erase.py) rewrites rows: not new ones
-        .option("skipChangeCommits", "true")
-        .table(t.writeback_raw)
-        .writeStream.foreachBatch(each_batch)
-        .option("checkpointLocation", storage.join(cfg.checkpoint_dir, "silver_writeback"))
-        .queryName("silver_writeback")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    # a batch re-types every bronze copy of its IDs and merges into silver: while both tables are small
+    # (an export's hundreds of rows), with the small-input settings (the stream takes them at its start)
+    with small_tables(spark, cfg, [t.writeback_raw, t.writeback_audit]):
+        query = (
+            spark.readStream.format("delta")
+            # bronze only grows, but an erasure (pipelines/erase.py) rewrites rows: not new ones
+            .option("skipChangeCommits", "true")
+            .table(t.writeback_raw)
+            .writeStream.foreachBatch(each_batch)
+            .option("checkpointLocation", storage.join(cfg.checkpoint_dir, "silver_writeback"))
+            .queryName("silver_writeback")
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
     seen.record(spark, version)
     log(
         f"writeback silver: {total.bronze_rows} bronze rows -> {total.inserted} new, {total.updated} updated, "
