@@ -1,5 +1,5 @@
 """Small inputs run interpreted, planned once, on one shuffle partition (spark.codegen_min_rows): the
-switch, its undoing, the row count a silver batch is judged by, and gold judged by silver's rows.
+switch, its undoing, the row count a silver batch is judged by, and gold judged by silver's rows."""
 
 from __future__ import annotations
 
