@@ -45,6 +45,7 @@ from pipelines import storage
 from pipelines.analyst.publish import MARTS_DIR, analyst_tables_published, read_catalog, tables_location
 from pipelines.config import Config
 from pipelines.errors import InputError
+from pipelines.spark_session import small_tables
 from pipelines.tables import tables
 
 HYPER_FILE = "auditlake.hyper"
@@ -205,55 +206,58 @@ def export_hyper(spark: SparkSession, cfg: Config, out: str | None = None, log=p
     staging = _Staging(path.parent / f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}")
     # Parquet timestamps Hyper reads (Spark's default INT96 is not one of them)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    try:
-        with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}) as hyper:
-            with Connection(hyper.endpoint, str(path), CreateMode.CREATE_IF_NOT_EXISTS) as conn:
-                marks = _read_marks(conn)
-                meta = marks.pop(META, None)
-                report.full = meta is None or meta["key_id"] != key_id or meta["erasures"] != erasures
-                present = _tables(conn, SCHEMA)
-                new_marks = {}
-                for name, entry in sorted(catalog["marts"].items()):
-                    # reading the table's schema runs no Spark job: a mart whose copy did not move costs nothing
-                    frame = hyper_frame(spark.read.format("delta").load(storage.join(tables_location(cfg), name)))
-                    mode = "upsert" if name in keys and WATERMARK in frame.columns else "replace"
-                    done = MartExport(name, mode)
-                    report.marts.append(done)
-                    mark, version = marks.get(name), entry["source_version"]
-                    signature = _signature(frame, entry.get("masked") or [])
-                    new_marks[name] = dict(mark or {}, mode=mode, signature=signature, source_version=version)
-                    whole = (
-                        report.full
-                        or mark is None
-                        or name not in present
-                        or mark["mode"] != mode
-                        or mark["signature"] != signature
-                    )
-                    if not whole and mark["source_version"] == version:
-                        continue
-                    if whole or mode == "replace":
-                        done.rows = _replace(conn, staging, frame, name)
-                        done.action = "replaced" if name in present else "created"
-                        if mode == "upsert":
-                            new_marks[name]["watermark"] = _newest(conn, f"{_q(SCHEMA)}.{_q(name)}")
-                        continue
-                    since = mark["watermark"]  # None: the mart had no row yet
-                    batch = frame if since is None else frame.where(F.col(WATERMARK) > F.lit(since))
-                    source = staging.write(batch, name)
-                    newest = _newest(conn, source) if source else None
-                    if newest is not None:
-                        done.rows = _upsert(conn, source, name, keys[name])
-                        done.action = "appended"
-                        new_marks[name]["watermark"] = newest
-                for gone in sorted(present - set(catalog["marts"])):
-                    conn.execute_command(f"DROP TABLE IF EXISTS {_q(SCHEMA)}.{_q(gone)}")
-                    report.dropped.append(gone)
-                if report.written or report.dropped or new_marks != marks or report.full:
-                    new_marks[META] = {"key_id": key_id, "erasures": erasures}
-                    _write_marks(conn, new_marks)
-    finally:
-        staging.remove()
-        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    # the copies' Parquet written for Hyper, with the small-input settings while the marts are small
+    copies = [f"delta.`{storage.join(tables_location(cfg), name)}`" for name in catalog["marts"]]
+    with small_tables(spark, cfg, copies):
+        try:
+            with HyperProcess(Telemetry.DO_NOT_SEND_USAGE_DATA_TO_TABLEAU, parameters={"log_config": ""}) as hyper:
+                with Connection(hyper.endpoint, str(path), CreateMode.CREATE_IF_NOT_EXISTS) as conn:
+                    marks = _read_marks(conn)
+                    meta = marks.pop(META, None)
+                    report.full = meta is None or meta["key_id"] != key_id or meta["erasures"] != erasures
+                    present = _tables(conn, SCHEMA)
+                    new_marks = {}
+                    for name, entry in sorted(catalog["marts"].items()):
+                        # reading the table's schema runs no Spark job: a mart whose copy did not move costs nothing
+                        frame = hyper_frame(spark.read.format("delta").load(storage.join(tables_location(cfg), name)))
+                        mode = "upsert" if name in keys and WATERMARK in frame.columns else "replace"
+                        done = MartExport(name, mode)
+                        report.marts.append(done)
+                        mark, version = marks.get(name), entry["source_version"]
+                        signature = _signature(frame, entry.get("masked") or [])
+                        new_marks[name] = dict(mark or {}, mode=mode, signature=signature, source_version=version)
+                        whole = (
+                            report.full
+                            or mark is None
+                            or name not in present
+                            or mark["mode"] != mode
+                            or mark["signature"] != signature
+                        )
+                        if not whole and mark["source_version"] == version:
+                            continue
+                        if whole or mode == "replace":
+                            done.rows = _replace(conn, staging, frame, name)
+                            done.action = "replaced" if name in present else "created"
+                            if mode == "upsert":
+                                new_marks[name]["watermark"] = _newest(conn, f"{_q(SCHEMA)}.{_q(name)}")
+                            continue
+                        since = mark["watermark"]  # None: the mart had no row yet
+                        batch = frame if since is None else frame.where(F.col(WATERMARK) > F.lit(since))
+                        source = staging.write(batch, name)
+                        newest = _newest(conn, source) if source else None
+                        if newest is not None:
+                            done.rows = _upsert(conn, source, name, keys[name])
+                            done.action = "appended"
+                            new_marks[name]["watermark"] = newest
+                    for gone in sorted(present - set(catalog["marts"])):
+                        conn.execute_command(f"DROP TABLE IF EXISTS {_q(SCHEMA)}.{_q(gone)}")
+                        report.dropped.append(gone)
+                    if report.written or report.dropped or new_marks != marks or report.full:
+                        new_marks[META] = {"key_id": key_id, "erasures": erasures}
+                        _write_marks(conn, new_marks)
+        finally:
+            staging.remove()
+            spark.conf.unset("spark.sql.parquet.outputTimestampType")
     state_file.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
     report.seconds = time.monotonic() - started
     log(report.summary)
