@@ -237,7 +237,10 @@ def _holding(frame, values: list[str]):
 
 
 def _crashed_name(reference_name: str) -> str:
-    return reference_name.replace(f"_{REFERENCE}.", ".", 1)
+    """The crashed lake's name of a reference lake's table: gold_<ref>.x -> gold.x, and gold's staging
+    schema too (gold_<ref>_staging.x -> gold_staging.x, where the erasure rewrites the int_ tables)."""
+    schema, table = reference_name.split(".", 1)
+    return f"{schema.replace(f'_{REFERENCE}', '', 1)}.{table}"
 
 
 def test_an_erasure_killed_in_gold_and_in_the_vacuum_reruns_to_the_tables_of_an_uninterrupted_one(
