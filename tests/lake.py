@@ -96,15 +96,20 @@ def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
     return left.exceptAll(right).count() + right.exceptAll(left).count()
 
 
-def fingerprint(frame, ignore: tuple[str, ...] = ()) -> tuple:
+def fingerprint(frame, ignore: tuple[str, ...] = (), also: tuple = ()) -> tuple:
     """A table's rows as a multiset, in one aggregate: their count and the sums of two hashes of each
     whole row (any order; a row changed, added or dropped changes it). For comparing a table with
-    itself before and after a step without keeping a copy (``row_differences`` needs both)."""
+    itself before and after a step without keeping a copy, or two tables in two aggregates instead of
+    ``row_differences``' two set differences. ``also``: more aggregates of the same pass (over the
+    columns not ignored), their values after those three."""
     from pyspark.sql import functions as F
 
     frame = _comparable(frame, ignore)
     cols = [F.col(f"`{c}`") for c in frame.columns]
     row = frame.agg(
-        F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast("decimal(38,0)")), F.sum(F.hash(*cols).cast("decimal(38,0)"))
+        F.count(F.lit(1)),
+        F.sum(F.xxhash64(*cols).cast("decimal(38,0)")),
+        F.sum(F.hash(*cols).cast("decimal(38,0)")),
+        *also,
     ).first()
     return tuple(row)
