@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,23 @@ def lake(spark, lake_dir):
     summary = generate_activity_log(landing, 2000, seed=3, days=2, dirty=True)
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)
     return cfg, landing, summary, report
+
+
+def test_every_layer_run_is_logged_with_its_figures(spark, lake):
+    """ops.refresh_runs holds a row per layer of the lake's refresh, with the report's figures (this
+    module's lake: later tests refresh it again, so its run's rows are picked by run id)."""
+    cfg, _landing, _summary, report = lake
+    logged = spark.table(f"{cfg.get('ops.schema')}.refresh_runs").where(F.col("run_id") == report.run_id)
+    rows = {r["layer"]: r for r in logged.collect()}
+    assert set(rows) == {"bronze", "silver"}
+    bronze_rows = sum(b.rows_landed for b in report.bronze) + report.writeback["bronze"].rows_landed
+    assert rows["bronze"]["rows_in"] == bronze_rows > 2000
+    silver = rows["silver"]
+    assert silver["status"] == "succeeded"
+    assert silver["rows_in"] == sum(p.bronze_rows for p in report.silver) + report.writeback["silver"].bronze_rows
+    assert silver["quarantined"] == sum(p.quarantined for p in report.silver) + report.writeback["silver"].quarantined
+    assert silver["rows_out"] == sum(p.inserted for p in report.silver) + report.writeback["silver"].inserted
+    assert isinstance(silver["started_at"], datetime) and silver["finished_at"] >= silver["started_at"]
 
 
 def total(results, attr):
