@@ -27,11 +27,11 @@ def use_variant(monkeypatch, lake_dir: Path, name: str) -> None:
             monkeypatch.setenv(key, value)
 
 
-def move_day(generated: Path, landing: Path, day: str) -> int:
+def move_day(generated: Path, landing: Path, day: str, family: str | None = None) -> int:
     """Deliver one day's files (``.../d=<day>/...``: events and entity snapshots) of a generated log
-    into the landing folder."""
+    into the landing folder: every family's, or ``family``'s (``site`` or ``tenant``) only."""
     moved = 0
-    for path in sorted(generated.rglob("*")):
+    for path in sorted((generated / family if family else generated).rglob("*")):
         if path.is_file() and f"/d={day}/" in path.as_posix():
             target = landing / path.relative_to(generated)
             target.parent.mkdir(parents=True, exist_ok=True)

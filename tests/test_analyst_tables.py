@@ -66,7 +66,7 @@ def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold
         for i, c in enumerate(columns):
             assert held[3 + len(columns) + i] == 0, f"{name}.{c} holds unmasked values"
             assert held[3 + i] == clear[i], f"{name}.{c}: the pseudonym lost or merged values"
-    # the second delivery's new events were appended to the event marts' copies, not copied whole
+    # the second delivery's new events (the tenant's) were appended to the event marts' copies, not copied whole
     appended = {
         name
         for name in marts  # its last commits: the append, and perhaps a compaction after it
@@ -75,7 +75,7 @@ def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold
             for c in spark.sql(f"DESCRIBE HISTORY delta.`{storage.join(tables_location(cfg), name)}` LIMIT 2").collect()
         )
     }
-    assert {"fct_logins", "fct_content_access"} <= appended, appended
+    assert {"fct_logins", "fct_tenant_security_changes"} <= appended, appended
     # the same value reads the same in every table (joins still join), and it is the keyed one
     email = spark.table(t.gold("fct_logins")).where("user_email IS NOT NULL").select("user_email").first()[0]
     assert _copy(spark, cfg, "fct_logins").where(F.col("user_email") == pseudonym(email, key)).count() > 0
