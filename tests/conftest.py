@@ -201,7 +201,7 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     nothing, with dbt's data tests. Then the second, the tenant's second day: gold incremental, marts only,
     and only what the tenant's events feed (the tests scoped to new rows run in
     test_staging_and_mart_tests_check_the_rows_promoted_since_the_last_gold_build). One family's day is
-    what an hourly delivery looks like, and it builds a third of the models a whole day builds (CI time,
+    what an hourly delivery looks like, and it builds fewer than half the models a whole day builds (CI time,
     issue 30). Shared by the gold, analyst, export and cluster tests, and last by the erasure's (which
     rewrites it: GOLD_LAKE_LAST)."""
     environ = variant_environ(lake_dir, "gold")
