@@ -73,7 +73,8 @@ def cmd_setup(cfg: Config, args: argparse.Namespace) -> int:
     else:
         fetch_jars(cfg, log=log)
         log(f"setup: JARs cached in {cfg.path('paths.jars_dir')}")
-    record_archive(cfg, log=log)
+    if not args.jars_only:
+        record_archive(cfg, log=log)
     return 0
 
 
@@ -552,6 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="fetch Delta's JARs into the project cache and record the Spark driver's class archive (idempotent)",
     )
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument(
+        "--jars-only",
+        action="store_true",
+        help="the JARs only (what a Spark session needs): `make test` records the archive beside its SQL lint",
+    )
     p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser("registry", help="print the event registry")
