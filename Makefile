@@ -13,6 +13,8 @@ STAMP  := $(VENV)/.installed-stamp
 UV_VERSION := 0.13.9
 UV     := $(BIN)/uv
 UV_PIP := UV_SYSTEM_CERTS=1 $(UV) pip install -q --compile-bytecode
+# $(call pip_install,<a venv's python>,<what>): uv, else that venv's own pip
+pip_install = $(UV_PIP) --python $(1) $(2) || $(dir $(1))pip install -q --disable-pip-version-check $(2)
 REFERENCE ?= ../shared/reference
 PYTEST_ARGS ?=
 # The suite runs on two pytest-xdist workers, one per core: most of a test's time is one busy thread
@@ -82,8 +84,7 @@ clients: $(CLIENTS)/.installed-stamp
 $(CLIENTS)/.installed-stamp: | $(UV)
 	@test -x $(CLIENTS)/bin/python || $(PYTHON) -m venv $(CLIENTS)
 	@echo "installing the test clients into $(CLIENTS) (first run only)"
-	@$(UV_PIP) --python $(CLIENTS)/bin/python "impyla==0.24.0" || \
-	  $(CLIENTS)/bin/pip install -q --disable-pip-version-check "impyla==0.24.0"
+	@$(call pip_install,$(CLIENTS)/bin/python,"impyla==0.24.0")
 	@touch $@
 
 $(UV):
@@ -93,7 +94,7 @@ $(UV):
 
 $(STAMP): pyproject.toml | $(UV)
 	@echo "installing the pinned stack into $(VENV) (first run only)"
-	@$(UV_PIP) --python $(BIN)/python -e ".[dev]" || $(BIN)/pip install -q --disable-pip-version-check -e ".[dev]"
+	@$(call pip_install,$(BIN)/python,-e ".[dev]")
 	@touch $(STAMP)
 
 # Rebuild the committed event registry from the Tableau references.
@@ -117,7 +118,7 @@ lint-sql: jars
 # Benchmarks (not tests): figures go to docs/performance.md. `make bench BENCH="--layer all --batches 10"`
 BENCH ?= --layer ingest --events 1000000
 bench: setup | $(UV)
-	@$(UV_PIP) --python $(BIN)/python -e ".[bench]" || $(BIN)/pip install -q --disable-pip-version-check -e ".[bench]"
+	@$(call pip_install,$(BIN)/python,-e ".[bench]")
 	@$(BIN)/auditlake bench $(BENCH)
 
 clean:
