@@ -117,7 +117,7 @@ lint-sql: jars
 
 # Benchmarks (not tests): figures go to docs/performance.md. `make bench BENCH="--layer all --batches 10"`
 BENCH ?= --layer ingest --events 1000000
-bench: setup | $(UV)
+bench: setup
 	@$(call pip_install,$(BIN)/python,-e ".[bench]")
 	@$(BIN)/auditlake bench $(BENCH)
 
