@@ -214,6 +214,7 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     environ["AUDITLAKE__GOLD__DATA_TESTS"] = "true"  # the gold tests check dbt's data tests (first build)
     environ["AUDITLAKE__ANALYST__APPEND_FROM_MB"] = "0"  # its marts are small: the copies' appends are tested
     export = tmp_path_factory.mktemp("gold_writeback") / "historical_audit.ndjson"  # written after silver
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     cfg = load_config("test", environ=environ)
     generated = tmp_path_factory.mktemp("gold_generated")

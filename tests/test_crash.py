@@ -72,6 +72,7 @@ def _environ(data_dir: Path, export: Path) -> dict[str, str]:
     environ["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
     environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
     environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     environ["AUDITLAKE_ERASE_SALT"] = SALT
     environ.update(NO_ANALYST_COPIES)
@@ -152,6 +153,7 @@ def lakes(spark, lake_dir, tmp_path_factory):
         "\n".join(ln.replace('"maria.costa"', json.dumps(person)) for ln in lines) + "\n", encoding="utf-8"
     )
     environ = variant_environ(lake_dir, REFERENCE)
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(export)
     environ.update(NO_ANALYST_COPIES)
     reference = load_config("test", environ=environ)

@@ -25,6 +25,7 @@ from devtools.sample.writeback import (
     load_into_postgres,
     write_export,
 )
+from pipelines import storage
 from pipelines.config import load_config
 from pipelines.tables import tables
 from pipelines.writeback import COLUMNS
@@ -151,13 +152,28 @@ def test_rerun_adds_nothing(spark, lake, loaded):
     assert said == [f"writeback silver: nothing new in {t.writeback_raw}"]
 
 
-def test_file_source_and_jdbc_source_give_the_same_silver(spark, lake_dir, lake, loaded):
+def test_a_lake_with_no_source_starts_no_stream_and_its_first_export_gives_the_jdbc_silver(
+    spark, lake_dir, lake, loaded
+):
+    """A site without the extension (writeback.source none) gets the tables empty and no stream (a
+    stream's start is seconds on every run); once it has an export, the stream's first run promotes
+    every row: the silver the databases themselves give."""
     cfg, _ = lake
     rows, _ = loaded
+    none_cfg = variant(lake_dir, "wbfile", source="none")
+    file = tables(none_cfg)
+    said: dict[str, list[str]] = {"first": [], "next": []}
+    for run, lines in said.items():
+        land_writeback(spark, none_cfg, run, log=lines.append)
+        assert promote_writeback(spark, none_cfg, run, log=lines.append).bronze_rows == 0
+    assert said["first"][-1] == f"writeback silver: no rows in {file.writeback_raw} -> {file.writeback_audit} (empty)"
+    assert said["next"][-1] == f"writeback silver: nothing new in {file.writeback_raw}"
+    assert spark.table(file.writeback_audit).count() == spark.table(file.writeback_quarantine).count() == 0
+    assert not storage.exists(spark, storage.join(none_cfg.checkpoint_dir, "silver_writeback"))
     export = write_export(lake_dir / "wbfile" / "historical_audit.ndjson", rows)
-    file_cfg = variant(lake_dir, "wbfile", file__path=str(export))
+    file_cfg = variant(lake_dir, "wbfile", source="file", file__path=str(export))
     refresh(spark, file_cfg)
-    jdbc, file = tables(cfg), tables(file_cfg)
+    jdbc = tables(cfg)
     assertDataFrameEqual(
         spark.table(file.writeback_audit).drop(*LINEAGE), spark.table(jdbc.writeback_audit).drop(*LINEAGE)
     )

@@ -44,7 +44,7 @@ from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.config import Config
-from pipelines.delta_util import ensure_schema, table_version
+from pipelines.delta_util import ensure_schema, table_bytes, table_version
 from pipelines.silver_stamp import with_silver_run
 from pipelines.spark_session import small_tables
 from pipelines.sql import UUID_PATTERN
@@ -326,6 +326,13 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
         log(f"writeback silver: nothing new in {t.writeback_raw}")
         return total
     ensure_writeback_tables(spark, t)
+    if table_bytes(spark, t.writeback_raw) == 0:
+        # no row ever landed (no export, writeback.source none: a site without the extension): silver's
+        # tables made empty, no stream started (seconds each run). Once rows land, bronze's version moves
+        # and the stream's first run reads them all.
+        seen.record(spark, version)
+        log(f"writeback silver: no rows in {t.writeback_raw} -> {total.table} (empty)")
+        return total
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         r = promote_batch(spark, t, batch, run_id)
