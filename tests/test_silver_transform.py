@@ -78,18 +78,22 @@ def test_typed_columns_and_codes(spark):
     assert row["source_file"].endswith("part-0.json") and row["bronze_run_id"] == "run-t"
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("2024-06-16T18:03:47.203309Z", datetime(2024, 6, 16, 18, 3, 47, 203309)),
-        ("2024-06-16T18:03:47Z", datetime(2024, 6, 16, 18, 3, 47)),
-        ("2024-06-16T20:03:47+02:00", datetime(2024, 6, 16, 18, 3, 47)),
-        ("2024-06-16T18:03:47.5-01:30", datetime(2024, 6, 16, 19, 33, 47, 500000)),
-    ],
-)
-def test_event_time_forms_are_utc(spark, text, expected):
-    (row,), _ = silver_of(spark, [login(eventTime=text)])
-    assert row["event_time"] == expected  # session time zone is UTC
+# (eventTime as written, the UTC time silver keeps): the session time zone is UTC
+EVENT_TIME_FORMS = [
+    ("2024-06-16T18:03:47.203309Z", datetime(2024, 6, 16, 18, 3, 47, 203309)),
+    ("2024-06-16T18:03:47Z", datetime(2024, 6, 16, 18, 3, 47)),
+    ("2024-06-16T20:03:47+02:00", datetime(2024, 6, 16, 18, 3, 47)),
+    ("2024-06-16T18:03:47.5-01:30", datetime(2024, 6, 16, 19, 33, 47, 500000)),
+]
+
+
+def test_event_time_forms_are_utc(spark):
+    # one transform for every form (each is seconds of planning): the actor's id tells the records apart
+    events, quarantine = silver_of(
+        spark, [login(eventTime=text, actorUserId=i) for i, (text, _) in enumerate(EVENT_TIME_FORMS)]
+    )
+    assert quarantine == []
+    assert {e["actor_user_id"]: e["event_time"] for e in events} == dict(enumerate(t for _, t in EVENT_TIME_FORMS))
 
 
 def test_same_event_same_id_in_either_shape_and_number_as_string(spark):
@@ -294,21 +298,30 @@ def test_luids_are_lower_cased_and_other_ids_keep_their_case(spark):
     assert row["initiating_user_id"] == "Admin-1"
 
 
-@pytest.mark.parametrize(
-    ("family", "record", "column"),
-    [
-        ("site", {"eventType": "hist_publish_datasource", "size": 3_000_000_000}, "size"),  # bytes
-        ("site", {"eventType": "content_owner_change", "contentId": 4_294_967_296}, "content_id"),  # an id
-        ("site", {"eventType": "hist_access_summary_data", "viewCount": 2_500_000_000}, "view_count"),  # a count
-        ("site", {"eventType": "hist_login", "actorUserId": 9_007_199_254_740_993}, "actor_user_id"),  # common
-        ("tenant", {"eventType": "site_limits_change", "newViewerCapacity": 5_000_000_000}, "new_viewer_capacity"),
-    ],
-)
-def test_integers_past_32_bits_keep_their_value(spark, family, record, column):
-    value = next(v for k, v in record.items() if k != "eventType")
-    rec = {"eventTime": "2026-06-01T10:00:00Z", **({"siteLuid": SITE} if family == "site" else {}), **record}
-    (row,), quarantine = silver_of(spark, [rec], family=family)
-    assert quarantine == [] and row[column] == value and row["_rescued_data"] is None
+# (family, a record with a documented integer past 32 bits, its column)
+WIDE_INTEGERS = [
+    ("site", {"eventType": "hist_publish_datasource", "size": 3_000_000_000}, "size"),  # bytes
+    ("site", {"eventType": "content_owner_change", "contentId": 4_294_967_296}, "content_id"),  # an id
+    ("site", {"eventType": "hist_access_summary_data", "viewCount": 2_500_000_000}, "view_count"),  # a count
+    ("site", {"eventType": "hist_login", "actorUserId": 9_007_199_254_740_993}, "actor_user_id"),  # common
+    ("tenant", {"eventType": "site_limits_change", "newViewerCapacity": 5_000_000_000}, "new_viewer_capacity"),
+]
+
+
+def test_integers_past_32_bits_keep_their_value(spark):
+    # one transform per family (each is seconds of planning): the event type tells the records apart
+    for family in ("site", "tenant"):
+        cases = [(record, column) for f, record, column in WIDE_INTEGERS if f == family]
+        where = {"siteLuid": SITE} if family == "site" else {}
+        events, quarantine = silver_of(
+            spark, [{"eventTime": "2026-06-01T10:00:00Z", **where, **record} for record, _ in cases], family=family
+        )
+        assert quarantine == [], family
+        rows = {e["event_type"]: e for e in events}
+        for record, column in cases:
+            value = next(v for k, v in record.items() if k != "eventType")
+            row = rows[record["eventType"]]
+            assert row[column] == value and row["_rescued_data"] is None, (family, column)
 
 
 def test_legacy_codes_are_decoded_with_the_legacy_list(spark):
