@@ -84,11 +84,12 @@ def _holding_by_table(spark, frames: dict[str, DataFrame], values: list[str]) ->
 
 
 def _counts(spark, cfg) -> dict[str, int]:
-    """Each table's rows (but the run logs'), in one job (as ``_holding_by_table``)."""
-    names = [n for n in _lake_tables(spark, cfg) if n not in (tables(cfg).refresh_runs, tables(cfg).dq_results)]
-    rows = reduce(DataFrame.unionByName, [spark.table(n).select(F.lit(n).alias("name")) for n in names])
-    counted = {r["name"]: r["n"] for r in rows.groupBy("name").agg(F.count("*").alias("n")).collect()}
-    return {n: counted.get(n, 0) for n in names}
+    # one count per table: Delta answers each from its log, where a union of them all reads every file
+    return {
+        name: spark.table(name).count()
+        for name in _lake_tables(spark, cfg)
+        if name not in (tables(cfg).refresh_runs, tables(cfg).dq_results)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +100,12 @@ def erased(spark, gold_lake):
     t = tables(cfg)
     values = [gold_lake.person["email"], gold_lake.person["user_luid"]]
     before = {name: table_version(spark, name) for name in _lake_tables(spark, cfg)}
-    # (and the one-job search the tests after the erasure rely on finds them)
-    holding = _holding_by_table(spark, {name: spark.table(name) for name in before}, values)
+    # (and the one-job search the tests after the erasure rely on finds them, as a table's own search does)
+    held = [t.writeback_audit, t.bronze_raw("tenant"), t.silver_events("site")]
+    holding = _holding_by_table(spark, {name: spark.table(name) for name in held}, values)
     assert holding.get(t.writeback_audit, 0) > 0, "the person is in write-back"
     assert holding.get(t.bronze_raw("tenant"), 0) > 0, "the person is in tenant events"
-    assert holding[t.silver_events("site")] == _rows_holding(spark, t.silver_events("site"), values)
+    assert holding[t.silver_events("site")] == _rows_holding(spark, t.silver_events("site"), values) > 0
 
     with pytest.raises(PersonNotFound, match="no user with email 'nobody@example.com'"):
         erase_person(spark, cfg, "nobody@example.com", SALT, log=_quiet)
