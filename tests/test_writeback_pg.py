@@ -156,7 +156,7 @@ def test_a_lake_with_no_source_starts_no_stream_and_its_first_export_gives_the_j
     spark, lake_dir, lake, loaded
 ):
     """A site without the extension (writeback.source none) gets the tables empty and no stream (a
-    stream's start is seconds on every run); once it has an export, the stream's first run promotes
+    stream's start is seconds of a lake's first run); once it has an export, the stream's first run promotes
     every row: the silver the databases themselves give."""
     cfg, _ = lake
     rows, _ = loaded

@@ -328,7 +328,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
     ensure_writeback_tables(spark, t)
     if table_bytes(spark, t.writeback_raw) == 0:
         # no row ever landed (no export, writeback.source none: a site without the extension): silver's
-        # tables made empty, no stream started (seconds each run). Once rows land, bronze's version moves
+        # tables made empty, no stream started (seconds of a lake's first run). Once rows land, bronze's version moves
         # and the stream's first run reads them all.
         seen.record(spark, version)
         log(f"writeback silver: no rows in {t.writeback_raw} -> {total.table} (empty)")
