@@ -93,6 +93,33 @@ def test_the_data_docs_keep_each_suites_newest_results(spark, lake_dir, tmp_path
     assert (index.parent / "expectations" / "silver_batch.html").is_file()  # the suite's own page
 
 
+def test_a_checkpoint_is_stored_once_and_again_when_its_suite_changes(spark, lake_dir, tmp_path):
+    """Storing a suite, its validation definition and its checkpoint cost ~0.5 s a family every refresh:
+    a gate reuses what an earlier one stored while the suite is the same, and stores a changed suite (a
+    stricter threshold) before judging by it."""
+    environ = variant_environ(lake_dir, "dq_clean") | {"AUDITLAKE__QUALITY__CONTEXT_DIR": str(tmp_path)}
+    cfg = load_config("test", environ=environ)
+    stored = tmp_path / "gx" / "expectations" / "silver_batch.json"
+    figures = silver_batch_frame(100, 96, 0, 4)  # a quarantine ratio of 0.04: within conf's 0.05
+
+    def ratio_passed(config, run_id: str) -> bool:
+        gate = QualityGate(spark, config, **QUIET)  # a new gate: a refresh in a new process
+        try:
+            gate.validate("bronze_to_silver", silver_batch_suite(config), figures, run_id)
+        except QualityGateError:
+            pass
+        return [o.success for o in gate.outcomes if o.key == "quarantine_ratio"] == [True]
+
+    assert ratio_passed(cfg, "first")
+    written = stored.stat().st_mtime_ns
+    assert ratio_passed(cfg, "same")
+    assert stored.stat().st_mtime_ns == written, "an unchanged suite was stored again"
+    stricter = load_config("test", environ=environ | {"AUDITLAKE__QUALITY__THRESHOLDS__MAX_QUARANTINE_RATIO": "0.03"})
+    assert not ratio_passed(stricter, "stricter")
+    assert stored.stat().st_mtime_ns != written and '"max_value": 0.03' in stored.read_text(encoding="utf-8")
+    assert ratio_passed(cfg, "back")  # and back again
+
+
 def test_the_commands_ci_reads_report_the_checks_and_fail_on_a_mismatch(
     spark, clean_lake, lake_dir, monkeypatch, capsys
 ):
