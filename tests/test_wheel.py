@@ -109,9 +109,6 @@ def test_the_installed_product_runs_from_another_folder(installed):
         if k != "PYTHONPATH" and not k.startswith(("AUDITLAKE__", "DBT_")) and k != "AUDITLAKE_ENV"
     }
     env["AUDITLAKE__PATHS__JARS_DIR"] = str(jars)
-    # a refresh in a process of its own, as cron starts one: C1 alone, 12-15% fewer CPU-seconds (conf/base.yaml
-    # spark.jit), which this one spends beside the other pytest worker
-    env["AUDITLAKE__SPARK__JIT"] = "c1"
     auditlake = venv / "bin" / "auditlake"
     where = _run(
         [
