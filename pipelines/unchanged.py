@@ -43,6 +43,7 @@ from pathlib import Path
 from pipelines import storage
 from pipelines.activity_log.bronze.listing import list_landing
 from pipelines.config import Config, secret
+from pipelines.local_files import write_json_whole
 from pipelines.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE_DIR
 
 RECORD_FILE = "refresh_inputs.json"
@@ -257,9 +258,7 @@ def record(cfg: Config, inputs: Inputs, run_id: str, notes: list[str], listing_f
         "notes": notes,
     }
     path = _record_path(cfg)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(body, sort_keys=True, indent=1), encoding="utf-8")
-    os.replace(tmp, path)  # whole or not at all
+    write_json_whole(path, body)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from pipelines.hyper.export import (
     incremental_keys,
 )
 from pipelines.hyper.tdsx import write_tdsx
+from pipelines.local_files import write_json_whole
 
 STATE_FILE = "auditlake.publish.json"
 PAYLOAD_FILE = "auditlake.publish-payload.hyper"
@@ -241,9 +242,7 @@ def publish(cfg: Config, hyper_file: Path, log=print) -> PublishReport:
             f"{one_line(exc)[:200]}); the next run tries again"
         ) from exc
     state = {"target": where, "datasource_id": report.datasource_id, "marks": marks}
-    partial = state_file.with_name(state_file.name + ".partial")
-    partial.write_text(json.dumps(state, sort_keys=True, indent=1), encoding="utf-8")
-    partial.replace(state_file)
+    write_json_whole(state_file, state)
     report.seconds = time.monotonic() - started
     log(report.summary)
     return report

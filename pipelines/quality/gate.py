@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
 from pipelines.errors import CheckFailed
+from pipelines.local_files import write_json_whole
 from pipelines.project import GX_TEMPLATE_DIR
 from pipelines.tables import tables
 
@@ -180,7 +181,7 @@ class QualityGate:
                 pass
         checkpoint = self._store_checkpoint(name, spec, engine)
         stored[name] = digest
-        _write_json(self._digests_path(), stored)
+        write_json_whole(self._digests_path(), stored)
         return checkpoint
 
     def _digests_path(self) -> Path:
@@ -360,14 +361,6 @@ def _suite_digest(spec: SuiteSpec, engine: str, gx_version: str) -> str:
     engine and GX's release."""
     made_of = [spec.name, engine, gx_version, [e.configuration.to_json_dict() for e in spec.expectations]]
     return hashlib.sha256(json.dumps(made_of, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _write_json(path: Path, value) -> None:
-    """Written whole or not at all (a temporary file renamed): a kill leaves the old file or the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(value, indent=1, sort_keys=True), encoding="utf-8")
-    partial.replace(path)
 
 
 def _remove_empty(folder: Path, root: Path) -> None:
