@@ -215,6 +215,10 @@ class QualityGate:
             gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
         )
 
+    def fetches_whole(self, rows: int) -> bool:
+        """Whether a frame of ``rows`` rows is checked on GX's pandas engine, fetched whole into this process."""
+        return self.enabled and 0 < self.pandas_max_rows and rows <= self.pandas_max_rows
+
     def validate(
         self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str
     ) -> list[ExpectationOutcome]:
@@ -234,7 +238,7 @@ class QualityGate:
         # (Arrow) and checked by GX's pandas engine in this process instead.
         if self.pandas_max_rows > 0:
             small = narrow.limit(self.pandas_max_rows + 1).toPandas()
-            if len(small) <= self.pandas_max_rows:
+            if self.fetches_whole(len(small)):
                 return self._validate(name, spec, frame, "pandas", small, run_id)
         narrow = narrow.persist(StorageLevel.MEMORY_AND_DISK)  # the Spark engine scans it once per metric
         try:

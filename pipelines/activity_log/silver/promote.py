@@ -240,7 +240,7 @@ def promote_batch(
         from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite  # loads GX
 
         bronze_rows = bronze_of(staged)
-        if gate.enabled and result.bronze_rows <= gate.pandas_max_rows:
+        if gate.fetches_whole(result.bronze_rows):
             # The gate fetches these few columns whole anyway. Materialised first, the ledger's joins plan
             # over them rather than over the batch's typing, whose plan each join matches against the
             # cache: 1.5-2 s of the driver's time a batch (issue 30).
