@@ -100,11 +100,20 @@ def _log_version(spark: SparkSession, table: str) -> int | None:
     return int(version) if version >= 0 else None  # -1: no Delta log there
 
 
-def table_bytes(spark: SparkSession, table: str) -> int | None:
-    """The size of the table's current files, from Delta's log (its checksum file: no data file is
-    read); None when it cannot tell (no Delta table there)."""
+def table_files(spark: SparkSession, table: str) -> tuple[int, int] | None:
+    """(data files, their bytes) of the table's current version, from Delta's log (its checksum file: no
+    data file is read, no query planned: half of ``DESCRIBE DETAIL``'s time); None when it cannot tell
+    (no Delta table there)."""
     snapshot = _log_snapshot(spark, table)
     try:
-        return None if snapshot is None or snapshot.version() < 0 else int(snapshot.sizeInBytes())
+        if snapshot is None or snapshot.version() < 0:
+            return None
+        return int(snapshot.numOfFiles()), int(snapshot.sizeInBytes())
     except Exception:  # another Delta API
         return None
+
+
+def table_bytes(spark: SparkSession, table: str) -> int | None:
+    """The size of the table's current files (table_files); None when it cannot tell."""
+    files = table_files(spark, table)
+    return None if files is None else files[1]

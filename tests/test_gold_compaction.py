@@ -3,6 +3,7 @@ the test's own (no gold build: these run beside the shared lake's modules, not a
 
 from __future__ import annotations
 
+from pipelines.delta_util import table_files
 from pipelines.gold.compact import MAX_FILE_SIZE, MIN_FILE_SIZE, compact
 
 
@@ -18,7 +19,9 @@ def test_compaction_packs_the_small_files_and_leaves_the_large_ones(spark, tmp_p
         spark.range(i, i + 1).selectExpr("id", "'small' as h").write.format("delta").mode("append").save(
             str(tmp_path / "mart")
         )
-    size = spark.sql(f"DESCRIBE DETAIL {table}").first()["sizeInBytes"]
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+    size = detail["sizeInBytes"]
+    assert table_files(spark, table) == (detail["numFiles"], size) == (5, size)  # Delta's log, no query planned
     rows = spark.sql(f"select * from {table}").collect()
     done = compact(spark, table, files_over=2, keep_from_bytes=size // 2)  # the large file is past half
     assert (done.files_before, done.files_after) == (5, 2)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from pipelines.delta_util import table_names
+from pipelines.delta_util import table_files, table_names
 from pipelines.spark_session import session_conf
 
 # Delta's OPTIMIZE leaves a file of at least this many bytes as it is (its default: 1 GB)
@@ -53,7 +53,11 @@ def mart_tables(spark: SparkSession, schema: str) -> list[str]:
 
 
 def _detail(spark: SparkSession, table: str) -> tuple[int, int]:
-    """``table``'s data files and their bytes in its current Delta version (from its log)."""
+    """``table``'s data files and their bytes in its current Delta version (from its log: table_files,
+    else ``DESCRIBE DETAIL``). A gold refresh asks it of every mart and intermediate table."""
+    found = table_files(spark, table)
+    if found is not None:
+        return found
     row = spark.sql(f"DESCRIBE DETAIL {table}").first()
     return row["numFiles"], row["sizeInBytes"]
 
