@@ -25,16 +25,14 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     history twice (gate and run log), so this is the part of the gate that grows with history. The
     twelve counts are small jobs, mostly the driver's planning: run a few at once (for_each_table)."""
     t = tables(cfg)
-    marts = [*event_marts(), "fct_writeback_changes"]
+    marts = event_marts()
+    counts = {  # each a small job: a name for the results -> the job
+        **{f: lambda f=f: spark.table(t.silver_events(f)).groupBy("event_type").count().collect() for f in FAMILIES},
+        **{m: lambda m=m: spark.table(t.gold(m)).count() for m in [*marts, "fct_writeback_changes"]},
+        "silver writeback": lambda: spark.table(t.writeback_audit).count(),
+    }
     counted: dict[str, object] = {}
-
-    def count(name: str) -> None:
-        if name in FAMILIES:
-            counted[name] = spark.table(t.silver_events(name)).groupBy("event_type").count().collect()
-        else:
-            counted[name] = spark.table(t.writeback_audit if name == WRITEBACK_SOURCE else t.gold(name)).count()
-
-    for_each_table(count, [*FAMILIES, WRITEBACK_SOURCE, *marts])
+    for_each_table(lambda name: counted.__setitem__(name, counts[name]()), counts)
     by_type: dict[str, int] = {}
     for family in FAMILIES:
         for row in counted[family]:
@@ -42,15 +40,11 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     groups = event_groups()
     rows = [
         (mart, sum(by_type.get(e, 0) for family in groups[group].values() for e in family), counted[mart])
-        for mart, group in event_marts().items()
+        for mart, group in marts.items()
     ]
-    rows.append(("fct_writeback_changes", counted[WRITEBACK_SOURCE], counted["fct_writeback_changes"]))
+    rows.append(("fct_writeback_changes", counted["silver writeback"], counted["fct_writeback_changes"]))
     frame = spark.createDataFrame(rows, "mart string, silver_rows long, gold_rows long")
     return frame.selectExpr("*", "silver_rows - gold_rows AS difference")
-
-
-# the key of silver's write-back table among the counts (a name no mart or family takes)
-WRITEBACK_SOURCE = "silver writeback_audit"
 
 
 def validate_gold(spark: SparkSession, cfg: Config, gate, run_id: str, reconciliation: DataFrame) -> None:
