@@ -23,7 +23,8 @@ def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:
     Silver is counted with one scan of ``event_type`` per family (each silver.<event_type> view is
     its family table ``WHERE event_type = ...``), not one scan per view: a refresh counts all of
     history twice (gate and run log), so this is the part of the gate that grows with history. The
-    twelve counts are small jobs, mostly the driver's planning: run a few at once (for_each_table)."""
+    counts (a scan per family, a count per mart) are small jobs, mostly the driver's planning: run a
+    few at once (for_each_table)."""
     t = tables(cfg)
     marts = event_marts()
     counts = {  # each a small job: a name for the results -> the job
