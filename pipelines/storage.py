@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -39,6 +39,28 @@ def filesystem(spark: SparkSession, location: str):
 
 
 _fs = filesystem
+
+# Spark globs a path with one of these in it; escaped, the path names just that file.
+_GLOB_CHAR = re.compile(r"([\\{}\[\]*?])")
+
+
+def literal_path(path: str) -> str:
+    """``path`` as Spark's readers take it to mean that one file (glob characters escaped)."""
+    return _GLOB_CHAR.sub(r"\\\1", path)
+
+
+def load_files(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -> DataFrame:
+    """``reader.load(paths)`` (its format and options set), each path naming one file (``literal_path``).
+
+    The paths cross to the JVM as one string: PySpark's own ``load(list)`` converts a list one element
+    per py4j round trip, 4.5-6.7 s for 30,000 files (issue 30), where this takes 0.1 s. NUL cannot
+    occur in a path, so it separates them."""
+    if not paths:
+        raise ValueError("load_files: no paths")
+    jvm = spark._jvm
+    joined = "\u0000".join(literal_path(p) for p in paths)
+    jpaths = jvm.java.util.regex.Pattern.compile("\u0000").splitAsStream(joined).toList()
+    return DataFrame(reader._jreader.load(jvm.PythonUtils.toSeq(jpaths)), spark)
 
 
 def is_dir(spark: SparkSession, location: str) -> bool:

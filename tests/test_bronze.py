@@ -440,3 +440,34 @@ def test_files_of_a_run_killed_before_its_ledger_commit_are_not_landed_again(spa
     recovered = spark.table(ledger_table).where(F.col("run_id") == run_id)
     assert recovered.count() == files and recovered.where("status <> 'landed'").count() == 0
     assert recovered.agg(F.sum("rows")).first()[0] == sum(before.values())
+
+
+def test_odd_file_names_land_once_on_a_machine_outside_utc(spark, lake_dir, monkeypatch):
+    """Each path reaches Spark as the one file it names (glob characters escaped; the paths cross to
+    the JVM as one string), and the ledger's times are UTC whatever this process's zone: the run after
+    knows every file (a time read as local would make each one "changed")."""
+    import time
+
+    cfg = variant(lake_dir, "oddnames")
+    landing = cfg.path("paths.landing_dir")
+    generate_activity_log(landing, 200, seed=31, days=1)
+    for i, odd in enumerate(("part [1].json", "part{a,b}*?.json", "part+plus %41.json", "part\\back.json")):
+        source = sorted((landing / "site").rglob("part-*.json"))[i]
+        source.rename(source.with_name(odd))
+    files = {str(p) for p in landing.rglob("*") if p.is_file()}
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        assert sum(r.rows_landed for r in results) == lines_under(landing)
+        got = {
+            r["source_file"]
+            for fam in bronze.FAMILIES
+            for r in landed(spark, cfg, fam).select("source_file").distinct().collect()
+        }
+        assert got == files
+        again = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        assert [(r.rows_landed, r.files_changed) for r in again] == [(0, 0), (0, 0)]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

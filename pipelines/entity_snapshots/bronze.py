@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import storage
 from pipelines.activity_log.bronze import ledger
 from pipelines.activity_log.bronze.decode import LANDED, check_parquet
 from pipelines.activity_log.bronze.listing import ListedFile
@@ -15,9 +16,10 @@ from pipelines.tables import Tables
 
 def _read(spark: SparkSession, files: list[ListedFile], run_id: str) -> DataFrame:
     """The files' rows, every column they carry (the union over the files), plus the lineage."""
-    from pipelines.activity_log.bronze.land import _lineage_path, _spark_path
+    from pipelines.activity_log.bronze.land import _lineage_path
 
-    frame = spark.read.option("mergeSchema", "true").parquet(*[_spark_path(f.path) for f in files])
+    reader = spark.read.format("parquet").option("mergeSchema", "true")
+    frame = storage.load_files(spark, reader, [f.path for f in files])
     frame = frame.select(
         *[F.col(f"`{c}`").alias(f"delivered_{c}" if c in LINEAGE else c) for c in frame.columns],
         F.col("_metadata.file_path").alias("_path"),

@@ -288,7 +288,7 @@ class QualityGate:
         return outcomes
 
     def _queue(self, outcomes: list[ExpectationOutcome], run_id: str) -> None:
-        now = datetime.now(UTC).replace(tzinfo=None)
+        now = datetime.now(UTC)  # aware: Spark reads a naive time in this process's local zone
         self._unrecorded += [
             (
                 run_id,

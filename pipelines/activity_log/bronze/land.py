@@ -37,7 +37,6 @@ BRONZE_PROPERTIES = {
     "delta.enableChangeDataFeed": "true",
     "delta.dataSkippingStatsColumns": "parse_status,event_type,event_time,family,source_file,ingest_ts,run_id",
 }
-_GLOB_CHARS = "\\{}[]*?"
 
 
 @dataclass
@@ -100,11 +99,6 @@ def listing_window_start(spark: SparkSession, cfg: Config) -> date | None:
     return None if newest is None else _window_start(cfg, newest)
 
 
-def _spark_path(path: str) -> str:
-    """Spark globs a path with glob characters in it; escaped, it names just that file."""
-    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
-
-
 def _lineage_path(col: Column) -> Column:
     # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
     # form the listing gives. '+' is protected first because url_decode reads it as a space.
@@ -113,15 +107,12 @@ def _lineage_path(col: Column) -> Column:
 
 def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
     """Every line of ``files`` (gzip by name), with the file's lineage: Spark's own text source."""
-    return (
-        spark.read.option("ignoreMissingFiles", "true")
-        .text([_spark_path(f.path) for f in files])
-        .select(
-            "value",
-            _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
-            F.col("_metadata.file_size").alias("source_file_size"),
-            F.col("_metadata.file_modification_time").alias("source_file_mtime"),
-        )
+    reader = spark.read.format("text").option("ignoreMissingFiles", "true")
+    return storage.load_files(spark, reader, [f.path for f in files]).select(
+        "value",
+        _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
+        F.col("_metadata.file_size").alias("source_file_size"),
+        F.col("_metadata.file_modification_time").alias("source_file_mtime"),
     )
 
 
@@ -151,9 +142,9 @@ def file_verdicts(
         with ThreadPoolExecutor(max_workers=2) as pool:
             return {path: v for path, v in pool.map(judge, files) if v[0] != "missing"}
     checked = (
-        spark.read.format("binaryFile")
-        .option("ignoreMissingFiles", "true")
-        .load([_spark_path(f.path) for f in files])
+        storage.load_files(
+            spark, spark.read.format("binaryFile").option("ignoreMissingFiles", "true"), [f.path for f in files]
+        )
         .mapInArrow(lambda batches: check_batches(batches, check), CHECK_SCHEMA)
         # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
         .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason", "file_detail")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.activity_log.bronze.decode import UNREADABLE
@@ -148,11 +148,22 @@ def plan_files(
     return to_read, decided
 
 
+def _ledger_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
+    """Ledger rows as a Spark frame through Arrow (pandas): a list of tuples is converted one row at a time
+    in Python, 1.0 s for 30,000 files here against 0.2 s (issue 30). Arrow also reads the naive UTC
+    times as the session's time zone (UTC) says, where a tuple's are read in the process's local zone."""
+    import pandas as pd
+
+    names = [field.split(" ")[0] for field in LEDGER_SCHEMA.split(", ")]
+    frame = pd.DataFrame(rows, columns=names).astype({"size": "Int64", "rows": "Int64"})  # NULL stays NULL
+    return spark.createDataFrame(frame, LEDGER_SCHEMA)
+
+
 def record(spark: SparkSession, t: Tables, entries: list[LedgerEntry], run_id: str) -> None:
     if not entries:
         return
     now = datetime.now(UTC).replace(tzinfo=None)
-    frame = spark.createDataFrame([e.row(run_id, now) for e in entries], LEDGER_SCHEMA)
+    frame = _ledger_frame(spark, [e.row(run_id, now) for e in entries])
     frame.write.format("delta").mode("append").saveAsTable(t.file_ledger)
 
 
