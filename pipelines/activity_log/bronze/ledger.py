@@ -25,6 +25,7 @@ from pipelines.activity_log.bronze.decode import UNREADABLE
 from pipelines.activity_log.bronze.layout import FAMILIES, SKIP_DETAIL, PathInfo, classify
 from pipelines.activity_log.bronze.listing import ListedFile
 from pipelines.delta_util import create_table_if_missing, latest_commits
+from pipelines.spark_session import session_conf
 from pipelines.tables import Tables
 
 LANDED, QUARANTINED, SKIPPED, CHANGED = "landed", "quarantined", "skipped", "changed"
@@ -51,7 +52,7 @@ class LedgerEntry:
     rows: int = 0
 
     def row(self, run_id: str, now: datetime) -> tuple:
-        mtime = datetime.fromtimestamp(self.mtime_ms / 1000, tz=UTC).replace(tzinfo=None)
+        mtime = datetime.fromtimestamp(self.mtime_ms / 1000, tz=UTC)  # aware: read as UTC by any path into Spark
         return (
             self.path,
             self.info.family,
@@ -150,19 +151,20 @@ def plan_files(
 
 def _ledger_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
     """Ledger rows as a Spark frame through Arrow (pandas): a list of tuples is converted one row at a time
-    in Python, 1.0 s for 30,000 files here against 0.2 s (issue 30). Arrow also reads the naive UTC
-    times as the session's time zone (UTC) says, where a tuple's are read in the process's local zone."""
+    in Python, 1.0 s for 30,000 files here against 0.2 s (issue 30). The rows' times are aware (UTC): a
+    naive one would be read in the process's local zone without Arrow and in the session's with it."""
     import pandas as pd
 
     names = [field.split(" ")[0] for field in LEDGER_SCHEMA.split(", ")]
     frame = pd.DataFrame(rows, columns=names).astype({"size": "Int64", "rows": "Int64"})  # NULL stays NULL
-    return spark.createDataFrame(frame, LEDGER_SCHEMA)
+    with session_conf(spark, {"spark.sql.execution.arrow.pyspark.enabled": "true"}):  # whatever spark.extra_conf says
+        return spark.createDataFrame(frame, LEDGER_SCHEMA)
 
 
 def record(spark: SparkSession, t: Tables, entries: list[LedgerEntry], run_id: str) -> None:
     if not entries:
         return
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = datetime.now(UTC)
     frame = _ledger_frame(spark, [e.row(run_id, now) for e in entries])
     frame.write.format("delta").mode("append").saveAsTable(t.file_ledger)
 
