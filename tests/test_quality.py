@@ -305,6 +305,48 @@ def test_pandas_and_spark_engines_judge_alike(spark, clean_lake):
     assert judged["pandas"] == judged["spark"]
 
 
+def test_the_spark_engine_counts_first_and_samples_only_what_was_unexpected(spark, clean_lake, monkeypatch):
+    """A frame its caller counted too large for the pandas engine is not fetched to find that out. GX's
+    Spark engine counts without samples (a sample query costs jobs over the whole frame), and runs again
+    for the samples only when some value was unexpected."""
+    cfg, _ = clean_lake
+    clean = silver_events_frame(cfg, _events(spark, cfg))
+    broken = clean.withColumn("actor_user_luid", F.lit("not-a-luid"))
+    fetched = []
+    to_pandas = type(clean).toPandas
+    monkeypatch.setattr(type(clean), "toPandas", lambda frame: fetched.append(1) or to_pandas(frame))
+
+    def stored(gate):  # per stored validation result: its engine, and each expectation's sample
+        results = [gate.context.validation_results_store.get(key) for key in gate.results]
+        return [
+            (
+                r.meta["active_batch_definition"]["datasource_name"],
+                {e.expectation_config.kwargs.get("column"): e.result.get("partial_unexpected_list") for e in r.results},
+            )
+            for r in results
+        ]
+
+    gate = QualityGate(spark, cfg, **QUIET)
+    gate.pandas_max_rows = 10
+    gate.validate("bronze_to_silver", silver_events_suite(cfg, "site"), clean, "counted", rows=50)
+    assert fetched == []
+    [(engine, samples)] = stored(gate)
+    assert engine == "auditlake_spark" and samples["event_id"] == []
+    assert {o.element_count for o in gate.outcomes} == {50} and all(o.success for o in gate.outcomes)
+
+    warned = []  # luid_shape is a warning (conf/base.yaml): logged with its samples, not raised
+    gate = QualityGate(spark, cfg, log=warned.append)
+    gate.pandas_max_rows = 10
+    gate.validate("bronze_to_silver", silver_events_suite(cfg, "site"), broken, "counted", rows=50)
+    assert len(warned) == 1 and "luid_shape" in warned[0] and "not-a-luid" in warned[0]
+    (_, counted), (engine, sampled) = stored(gate)
+    assert engine == "auditlake_spark"
+    assert counted["actor_user_luid"] == [] and sampled["actor_user_luid"] == ["not-a-luid"] * 5
+    luid = next(o for o in gate.outcomes if o.column == "actor_user_luid")
+    assert (luid.unexpected_count, luid.sample) == (50, ["not-a-luid"] * 5)
+    assert fetched == []
+
+
 def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake_dir, monkeypatch, capsys):
     environ = variant_environ(lake_dir, "dq_broken")
     cfg = load_config("test", environ=environ)

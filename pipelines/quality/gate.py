@@ -41,6 +41,12 @@ if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its
 IGNORED_IN_TEMPLATE = ("uncommitted", "expectations", "checkpoints", "validation_definitions")
 _DATASOURCES = {"spark": "auditlake_spark", "pandas": "auditlake_pandas"}
 _RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
+# What a checkpoint asks of each engine. GX's Spark engine fetches an expectation's sample of unexpected
+# values with a query of its own (a filter and a limit: two or three jobs over the whole frame, ~1 s
+# each on a million rows, even when nothing is unexpected), so a large frame is checked for its counts
+# only, and checked again for the samples only when some value was unexpected (rare). A limit of 0
+# costs no job: Spark plans it as an empty relation.
+_RESULT_FORMATS = {"pandas": _RESULT_FORMAT, "spark": {**_RESULT_FORMAT, "partial_unexpected_count": 0}}
 # Each stored checkpoint's digest (what it was made from), in the context's uncommitted folder
 SUITE_DIGESTS = "auditlake-suite-digests.json"
 # Columns that identify a row for a human reading a failure.
@@ -172,7 +178,7 @@ class QualityGate:
         import great_expectations as gx
         from great_expectations.exceptions import DataContextError
 
-        digest = _suite_digest(spec, engine, gx.__version__)
+        digest = _suite_digest(spec, engine, _RESULT_FORMATS[engine], gx.__version__)
         stored = self._stored_digests()
         if stored.get(name) == digest:
             try:
@@ -212,7 +218,7 @@ class QualityGate:
             gx.ValidationDefinition(name=name, data=batch_def, suite=suite)
         )
         return self.context.checkpoints.add_or_update(
-            gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMAT)
+            gx.Checkpoint(name=name, validation_definitions=[vd], result_format=_RESULT_FORMATS[engine])
         )
 
     def fetches_whole(self, rows: int) -> bool:
@@ -220,10 +226,11 @@ class QualityGate:
         return self.enabled and 0 < self.pandas_max_rows and rows <= self.pandas_max_rows
 
     def validate(
-        self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str
+        self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str, rows: int | None = None
     ) -> list[ExpectationOutcome]:
         """Validate ``frame`` (a Spark frame, or a pandas one of figures counted already) against ``spec``;
-        record outcomes; raise if a critical one failed."""
+        record outcomes; raise if a critical one failed. ``rows``: the frame's row count when the caller
+        knows it (a frame known too large for the pandas engine is not fetched to find that out)."""
         if not self.enabled:
             return []
         name = f"{boundary}.{spec.name}"
@@ -236,7 +243,7 @@ class QualityGate:
         # GX's Spark engine runs a job or two per expectation: ~1.5 s per suite on a warm session
         # even for a handful of rows. A frame that fits in quality.pandas_max_rows is fetched once
         # (Arrow) and checked by GX's pandas engine in this process instead.
-        if self.pandas_max_rows > 0:
+        if self.pandas_max_rows > 0 and (rows is None or self.fetches_whole(rows)):
             small = narrow.limit(self.pandas_max_rows + 1).toPandas()
             if self.fetches_whole(len(small)):
                 return self._validate(name, spec, frame, "pandas", small, run_id)
@@ -249,29 +256,17 @@ class QualityGate:
     def _validate(
         self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data, run_id: str
     ) -> list[ExpectationOutcome]:
-        result = self._checkpoint(name, spec, engine).run(batch_parameters={"dataframe": data})
+        checkpoint = self._checkpoint(name, spec, engine)
+        result = checkpoint.run(batch_parameters={"dataframe": data})
         self.results += list(result.run_results)
-        outcomes = []
-        for suite_result in result.run_results.values():
-            for r in suite_result.results:
-                conf = r.expectation_config
-                res = r.result or {}
-                outcomes.append(
-                    ExpectationOutcome(
-                        checkpoint=name,
-                        suite=spec.name,
-                        key=conf.meta.get("key", conf.type),
-                        expectation_type=conf.type,
-                        column=conf.kwargs.get("column"),
-                        severity=conf.meta.get("severity", "critical"),
-                        success=bool(r.success),
-                        element_count=_plain(res.get("element_count")),
-                        unexpected_count=_plain(res.get("unexpected_count")),
-                        unexpected_percent=_plain(res.get("unexpected_percent")),
-                        observed_value=None if res.get("observed_value") is None else str(res.get("observed_value")),
-                        sample=[_plain(v) for v in list(res.get("partial_unexpected_list") or [])[:5]],
-                    )
-                )
+        suite_results = list(result.run_results.values())
+        unexpected = any((r.result or {}).get("unexpected_count") for s in suite_results for r in s.results)
+        if engine == "spark" and unexpected:
+            # counted without samples (_RESULT_FORMATS): run again for them, stored as a result of its own
+            key, sampled = _run_with_samples(checkpoint, data)
+            self.results.append(key)
+            suite_results = [sampled]
+        outcomes = [_outcome(name, spec, r) for suite_result in suite_results for r in suite_result.results]
         for o in outcomes:
             if not o.success and o.column and o.sample:
                 o.sample_rows = _offending_rows(frame, o.column, o.sample)
@@ -360,10 +355,56 @@ class QualityGate:
                 _remove_empty(page.parent, site)
 
 
-def _suite_digest(spec: SuiteSpec, engine: str, gx_version: str) -> str:
+def _outcome(checkpoint: str, spec: SuiteSpec, r) -> ExpectationOutcome:
+    """One expectation's result (GX's ExpectationValidationResult) as the gate records it."""
+    conf = r.expectation_config
+    res = r.result or {}
+    return ExpectationOutcome(
+        checkpoint=checkpoint,
+        suite=spec.name,
+        key=conf.meta.get("key", conf.type),
+        expectation_type=conf.type,
+        column=conf.kwargs.get("column"),
+        severity=conf.meta.get("severity", "critical"),
+        success=bool(r.success),
+        element_count=_plain(res.get("element_count")),
+        unexpected_count=_plain(res.get("unexpected_count")),
+        unexpected_percent=_plain(res.get("unexpected_percent")),
+        observed_value=None if res.get("observed_value") is None else str(res.get("observed_value")),
+        sample=[_plain(v) for v in list(res.get("partial_unexpected_list") or [])[:5]],
+    )
+
+
+def _run_with_samples(checkpoint: gx.Checkpoint, data) -> tuple:
+    """The checkpoint's validation run again with samples of unexpected values (``_RESULT_FORMAT``):
+    its result's store key (for the Data Docs) and the result."""
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
+
+    (definition,) = checkpoint.validation_definitions
+    run_id = RunIdentifier(run_time=datetime.now(UTC))
+    result = definition.run(
+        checkpoint_id=checkpoint.id,
+        batch_parameters={"dataframe": data},
+        result_format=_RESULT_FORMAT,
+        run_id=run_id,
+    )
+    key = ValidationResultIdentifier(
+        expectation_suite_identifier=ExpectationSuiteIdentifier(name=definition.suite.name),
+        run_id=run_id,
+        batch_identifier=result.batch_id,
+    )
+    return key, result
+
+
+def _suite_digest(spec: SuiteSpec, engine: str, result_format: dict, gx_version: str) -> str:
     """What a stored checkpoint was made from: the suite's expectations (type, arguments, meta), the
-    engine and GX's release."""
-    made_of = [spec.name, engine, gx_version, [e.configuration.to_json_dict() for e in spec.expectations]]
+    engine, what it asks GX to return and GX's release."""
+    expectations = [e.configuration.to_json_dict() for e in spec.expectations]
+    made_of = [spec.name, engine, result_format, gx_version, expectations]
     return hashlib.sha256(json.dumps(made_of, sort_keys=True, default=str).encode()).hexdigest()
 
 

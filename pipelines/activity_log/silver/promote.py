@@ -245,12 +245,11 @@ def promote_batch(
             # over them rather than over the batch's typing, whose plan each join matches against the
             # cache: 1.5-2 s of the driver's time a batch (issue 30).
             bronze_rows = bronze_rows.localCheckpoint()
-        gate.validate(
-            "bronze_to_silver", bronze_rows_suite(cfg), bronze_rows_frame(spark, bronze_rows, t.file_ledger), run_id
-        )
-        gate.validate(
-            "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id
-        )
+        rows_frame = bronze_rows_frame(spark, bronze_rows, t.file_ledger)
+        gate.validate("bronze_to_silver", bronze_rows_suite(cfg), rows_frame, run_id, rows=result.bronze_rows)
+        events_frame = silver_events_frame(cfg, new_events)
+        new = counts.get(NEW, 0)
+        gate.validate("bronze_to_silver", silver_events_suite(cfg, family), events_frame, run_id, rows=new)
         figures = silver_batch_frame(result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
         gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
         gate.record()  # the checks of a batch are in ops.dq_results before any of it is written

@@ -167,9 +167,9 @@ def replay_family(
     if gate is not None:  # the rows silver gains pass the same gate as a promoted batch's
         from pipelines.quality.suites import silver_events_suite  # loads GX
 
-        gate.validate(
-            "bronze_to_silver", silver_events_suite(cfg, family), silver_events_frame(cfg, new_events), run_id
-        )
+        events_frame = silver_events_frame(cfg, new_events)
+        new = counts.get(NEW, 0)
+        gate.validate("bronze_to_silver", silver_events_suite(cfg, family), events_frame, run_id, rows=new)
         gate.record()
 
     _append(new_events, t.silver_events(family), app_id, batch_id)
