@@ -43,7 +43,7 @@ from pipelines.config import Config
 from pipelines.delta_util import ensure_schema, table_version
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
 from pipelines.silver_stamp import with_silver_run
-from pipelines.spark_session import describe_jobs, small_input_below
+from pipelines.spark_session import describe_jobs, session_conf, small_input_below
 from pipelines.tables import Tables, tables
 
 if TYPE_CHECKING:
@@ -170,6 +170,9 @@ def _append(df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
     )
 
 
+_STAGED_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+
+
 def promote_batch(
     spark: SparkSession,
     cfg: Config,
@@ -195,14 +198,18 @@ def promote_batch(
 
     describe_jobs(spark, f"silver: {family}: typing (into the cache)")
 
-    # Parse and type the batch once and keep it (columnar cache: the many null columns compress).
-    staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
-    events = events_of(staged)
-    quarantine = with_silver_run(quarantine_of(staged, family), run_id)
-    ensure_silver_tables(spark, cfg, family, SilverFrames(events, quarantine))
-    # One job fills the cache and counts what the decisions need: the rows, the quarantine's reasons
-    # and the event dates the events touch.
-    shape = staged.groupBy("_reason", "event_date").agg(F.count("*").alias("n")).collect()
+    # Parse and type the batch once and keep it in the columnar cache, not compressed: on the 1M set's
+    # site batch, compressing cost 15% of the typing (83-93 s against 66-81 s) to save 18% of the
+    # memory (446 against 541 MB). An operator's own setting in spark.extra_conf wins.
+    uncompressed = {k: v for k, v in _STAGED_CACHE.items() if k not in cfg.settings.spark.extra_conf}
+    with session_conf(spark, uncompressed):
+        staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+        events = events_of(staged)
+        quarantine = with_silver_run(quarantine_of(staged, family), run_id)
+        ensure_silver_tables(spark, cfg, family, SilverFrames(events, quarantine))
+        # One job fills the cache and counts what the decisions need: the rows, the quarantine's reasons
+        # and the event dates the events touch.
+        shape = staged.groupBy("_reason", "event_date").agg(F.count("*").alias("n")).collect()
     result.bronze_rows = sum(r["n"] for r in shape)
     for r in shape:
         if r["_reason"] is not None:
