@@ -69,12 +69,17 @@ SMALL_INPUT = {
 }
 
 
+def not_given(cfg: Config, settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` without those an operator gave in ``spark.extra_conf``: theirs win over a block's own."""
+    return {k: v for k, v in settings.items() if k not in cfg.settings.spark.extra_conf}
+
+
 @contextmanager
 def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[bool]:
     """Run the block's queries with the small-input settings (``SMALL_INPUT``) when they read fewer
     than ``spark.codegen_min_rows`` rows (yields whether they do). Settings an operator gave in
     ``spark.extra_conf`` win."""
-    mine = {k: v for k, v in SMALL_INPUT.items() if k not in cfg.settings.spark.extra_conf}
+    mine = not_given(cfg, SMALL_INPUT)
     if rows >= cfg.settings.spark.codegen_min_rows or not mine:
         yield False
         return
