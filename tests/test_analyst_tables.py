@@ -21,6 +21,7 @@ from pipelines.analyst.publish import (
     publish_analyst_tables,
     tables_location,
 )
+from pipelines.analyst.server import COLUMN_COMMENT_MAX, sync_views
 from pipelines.gold.compact import mart_tables
 from pipelines.personal_data import MASKED_ROLES, NONE, RAW, catalogue
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
@@ -143,6 +144,37 @@ def _personal_values(spark, cfg) -> DataFrame:
                 found.append(frame.select(F.explode(F.array(*values)).alias("value")))
     values = reduce(DataFrame.unionByName, personal).where("value IS NOT NULL AND length(value) > 3").distinct()
     return values.join(reduce(DataFrame.unionByName, other).distinct(), "value", "left_anti").cache()
+
+
+def test_the_servers_views_list_each_column_with_its_description_as_the_metastore_holds_it(spark, gold_lake):
+    """The analysts' server's views (``sync_views``, here on this session's own metastore): each column with
+    its description as its comment. A description past what the metastore holds is cut to it, not refused
+    ten times two seconds apart (20 s per view) and the view stored without its columns."""
+    cfg = gold_lake[0]
+    catalog = json.loads(storage.read_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE)))
+    too_long = {
+        f"{mart}.{column}": len(text)
+        for mart, entry in catalog["marts"].items()
+        for column, text in entry["columns"].items()
+        if len(text) > COLUMN_COMMENT_MAX
+    }
+    assert too_long == {}, f"descriptions (dbt_project/models/marts) an analyst would see cut: {too_long}"
+    name = "fct_logins"
+    entry = catalog["marts"][name]
+    column = next(iter(entry["columns"]))
+    long = "x" * COLUMN_COMMENT_MAX + " and more"
+    entry = {**entry, "columns": {**entry["columns"], column: long}}
+    schema = "test_server_views"
+    try:
+        assert sync_views(spark, tables_location(cfg), {"schema": schema, "marts": {name: entry}}) == 1
+        listed = {c.name: c.description for c in spark.catalog.listColumns(f"{schema}.{name}")}
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    assert list(listed) == _copy(spark, cfg, name).columns
+    assert listed[column] == long[: COLUMN_COMMENT_MAX - 1] + "\u2026"
+    assert {c: d for c, d in listed.items() if d and c != column} == {
+        c: d for c, d in entry["columns"].items() if c != column
+    }
 
 
 def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spark, gold_lake):

@@ -29,6 +29,15 @@ from pipelines.analyst.publish import catalog_text
 from pipelines.sql import sql_string
 
 RESYNC_SECONDS = 30  # how often the catalog is looked at for tables added, removed or changed
+# what the metastore's column comment holds (Hive's COLUMNS_V2.COMMENT): a longer one fails the view's
+# CREATE after ten retries two seconds apart (20 s per view, at every start and re-sync), and Spark then
+# stores the view without its columns
+COLUMN_COMMENT_MAX = 256
+
+
+def column_comment(text: str) -> str:
+    """``text`` as a view column's comment: cut to what the metastore holds, an ellipsis marking the cut."""
+    return text if len(text) <= COLUMN_COMMENT_MAX else text[: COLUMN_COMMENT_MAX - 1] + "\u2026"
 
 
 def unreadable_check(private: list[str]) -> str | None:
@@ -82,7 +91,9 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
         path = storage.join(tables_dir, name)
         fields = spark.read.format("delta").load(path).schema.fieldNames()
         docs = entry.get("columns") or {}
-        columns = ",\n  ".join(f"`{f}`" + (f" COMMENT {sql_string(docs[f])}" if docs.get(f) else "") for f in fields)
+        columns = ",\n  ".join(
+            f"`{f}`" + (f" COMMENT {sql_string(column_comment(docs[f]))}" if docs.get(f) else "") for f in fields
+        )
         comment = f"\nCOMMENT {sql_string(entry['description'])}" if entry.get("description") else ""
         selected = ", ".join(f"`{f}`" for f in fields)
         spark.sql(
