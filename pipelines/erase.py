@@ -61,6 +61,7 @@ from pipelines.delta_util import (
     create_table_if_missing,
     for_each_table,
     latest_commit_info,
+    table_files,
     table_names,
     table_version,
 )
@@ -285,7 +286,11 @@ def pseudonymise_table(
 ) -> int:
     """Rewrite the rows of ``table`` holding an identifier, in one UPDATE whose commit carries
     ``erasure_id``; -> how many rows it rewrote, its commit's own count (0: none held one, and Delta
-    made no commit). One pass over the table: counting the rows first would read it twice."""
+    made no commit). One pass over the table: counting the rows first would read it twice. A table
+    with no data file (a report with no finding) holds nobody: its log says so, no UPDATE is planned."""
+    files = table_files(spark, table)
+    if files is not None and files[0] == 0:
+        return 0
     holding = _holding(spark.table(table), person, tokens)
     if not holding:
         return 0

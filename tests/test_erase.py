@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import load_config
-from pipelines.delta_util import ensure_schema, table_bytes, table_names, table_version
+from pipelines.delta_util import ensure_schema, table_bytes, table_files, table_names, table_version
 from pipelines.erase import (
     PENDING_DIR,
     TOKEN_PREFIX,
@@ -264,6 +264,12 @@ def test_one_update_counts_the_rows_it_rewrites_and_a_run_killed_after_its_commi
     # nothing left to rewrite: no commit
     assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 0
     assert table_version(spark, table) == before + 1
+    # a table with no data file: nothing to plan, no commit
+    spark.sql(f"DELETE FROM {table}")
+    emptied = table_version(spark, table)
+    assert table_files(spark, table) == (0, 0)
+    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 0
+    assert table_version(spark, table) == emptied
     spark.sql("DROP SCHEMA erase_commit CASCADE")
 
 

@@ -1008,7 +1008,7 @@ def deliveries(spark, gold_lake) -> dict[str, Delivery]:
         for d in made.values():
             d.differs = [m for m in d.compared if full[m] != incremental[m]]
     finally:
-        restore_versions(spark, versions)
+        restore_versions(spark, cfg, versions)
         if built:  # the same rows again: the shared lake's marts still match silver
             inputs.record_built(spark, cfg, inputs.current_inputs(spark, cfg))
     return made
