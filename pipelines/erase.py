@@ -39,10 +39,12 @@ import getpass
 import hashlib
 import json
 import re
+import threading
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
+from itertools import groupby
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -68,7 +70,7 @@ from pipelines.delta_util import (
 from pipelines.errors import InputError, UsageError
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
-from pipelines.spark_session import session_conf, small_tables
+from pipelines.spark_session import session_conf, small_and_large, small_tables
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 
@@ -286,8 +288,15 @@ def pseudonymise_table(
 ) -> int:
     """Rewrite the rows of ``table`` holding an identifier, in one UPDATE whose commit carries
     ``erasure_id``; -> how many rows it rewrote, its commit's own count (0: none held one, and Delta
-    made no commit). One pass over the table: counting the rows first would read it twice. A table
-    with no data file (a report with no finding) holds nobody: its log says so, no UPDATE is planned."""
+    made no commit). One pass over the table: counting the rows first would read it twice."""
+    with session_conf(spark, {COMMIT_NOTE: erasure_id} if erasure_id else {}):
+        return _pseudonymise(spark, table, person, tokens)
+
+
+def _pseudonymise(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
+    """pseudonymise_table with the commit's note left to the caller: a session setting, set once
+    around tables rewritten at once. A table with no data file (a report with no finding) holds
+    nobody: its log says so, no UPDATE is planned."""
     files = table_files(spark, table)
     if files is not None and files[0] == 0:
         return 0
@@ -295,8 +304,7 @@ def pseudonymise_table(
     if not holding:
         return 0
     before = table_version(spark, table)
-    with session_conf(spark, {COMMIT_NOTE: erasure_id} if erasure_id else {}):
-        DeltaTable.forName(spark, table).update(condition=holding[0], set={f"`{n}`": v for n, v in holding[1].items()})
+    DeltaTable.forName(spark, table).update(condition=holding[0], set={f"`{n}`": v for n, v in holding[1].items()})
     if table_version(spark, table) == before:
         return 0
     return _rewritten_rows(latest_commit_info(spark, table, 1)[0])
@@ -558,33 +566,49 @@ def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print) -> tuple
     return finish_erasure(spark, cfg, pending, log=log), pending.person()
 
 
-def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, log=print) -> ErasureReport:
-    """Every step after the resolution, each one safe to repeat: a table rewritten already matches
-    no row (no commit), a vacuum again deletes nothing more, silver moves only where behind."""
+def _pseudonymise_layer(spark: SparkSession, cfg: Config, pending: PendingErasure, names: list[str], log) -> None:
+    """Rewrite one layer's tables, the small ones a few at once (each one's UPDATE is mostly the
+    driver's planning, the cores idle meanwhile), the large ones one by one. The state is saved after
+    each table's commit, one save at a time; a run killed with commits not yet saved finds each in its
+    table's history (rows_rewritten_by)."""
     person, tokens = pending.person(), pending.tokens
-    _record_pending(spark, cfg, pending)  # a kill between the state file and the record: record it now
-    layer = None
-    for table in pending.tables:
-        if table.split(".")[0] != layer:
-            layer = table.split(".")[0]
-            log(f"erase: pseudonymising {layer}")
+    saving = threading.Lock()
+
+    def one(table: str) -> None:
         if not spark.catalog.tableExists(table) or pending.rows_by_table.get(table) == 0:
-            continue
+            return
         rows = pending.rows_by_table.get(table)
         if rows is None:
             before = pending.versions_before.get(table)
             rows = None if before is None else rows_rewritten_by(spark, table, pending.erasure_id, before)
             if rows is None:
-                with small_tables(spark, cfg, [table]):
-                    rows = pseudonymise_table(spark, table, person, tokens, pending.erasure_id)
-            pending.rows_by_table[table] = rows
-            _save_pending(spark, cfg, pending)
+                rows = _pseudonymise(spark, table, person, tokens)
+            with saving:
+                pending.rows_by_table[table] = rows
+                _save_pending(spark, cfg, pending)
         elif rows and table not in pending.versions_before:
             # a state file of a release that counted before each rewrite: the count kept, maybe not
             # the rewrite (rows already rewritten match no more, and Delta makes no commit)
-            with small_tables(spark, cfg, [table]):
-                pseudonymise_table(spark, table, person, tokens, pending.erasure_id)
+            _pseudonymise(spark, table, person, tokens)
         log(f"erase: {table}: {rows} rows pseudonymised")
+
+    small, large = small_and_large(spark, cfg, names)
+    with small_tables(spark, cfg, small):
+        for_each_table(one, small)
+    for table in large:
+        with small_tables(spark, cfg, [table]):
+            one(table)
+
+
+def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, log=print) -> ErasureReport:
+    """Every step after the resolution, each one safe to repeat: a table rewritten already matches
+    no row (no commit), a vacuum again deletes nothing more, silver moves only where behind."""
+    person, tokens = pending.person(), pending.tokens
+    _record_pending(spark, cfg, pending)  # a kill between the state file and the record: record it now
+    with session_conf(spark, {COMMIT_NOTE: pending.erasure_id}):  # every rewrite's commit carries it
+        for layer, names in groupby(pending.tables, key=lambda name: name.split(".")[0]):
+            log(f"erase: pseudonymising {layer}")
+            _pseudonymise_layer(spark, cfg, pending, list(names), log)
     report = pending.report()
     copies = refresh_analyst_copies(spark, cfg, report, log)
     log(

@@ -98,10 +98,20 @@ def small_tables(spark: SparkSession, cfg: Config, names: list[str]) -> Iterator
     """small_input_below for queries each over the whole of one of the tables ``names`` names (a
     rewrite, vacuums), their rows bounded by the largest one's size on disk (ROW_BYTES_AT_LEAST). A
     table whose size Delta's log does not give counts as large."""
-    sizes = [table_bytes(spark, name) for name in names]
-    rows = cfg.settings.spark.codegen_min_rows if None in sizes else max(sizes, default=0) // ROW_BYTES_AT_LEAST
-    with small_input_below(spark, cfg, rows) as small:
+    with small_input_below(spark, cfg, _rows_at_most(spark, cfg, names)) as small:
         yield small
+
+
+def _rows_at_most(spark: SparkSession, cfg: Config, names: list[str]) -> int:
+    """The most rows the largest of ``names`` can hold, from its size (codegen_min_rows: a size unknown)."""
+    sizes = [table_bytes(spark, name) for name in names]
+    return cfg.settings.spark.codegen_min_rows if None in sizes else max(sizes, default=0) // ROW_BYTES_AT_LEAST
+
+
+def small_and_large(spark: SparkSession, cfg: Config, names: list[str]) -> tuple[list[str], list[str]]:
+    """``names`` split into the tables small_tables runs interpreted and the others, each in its order."""
+    small = [n for n in names if _rows_at_most(spark, cfg, [n]) < cfg.settings.spark.codegen_min_rows]
+    return small, [n for n in names if n not in small]
 
 
 @contextmanager

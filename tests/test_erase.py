@@ -34,7 +34,7 @@ from pipelines.erase import (
 from pipelines.errors import UsageError
 from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
-from pipelines.spark_session import ROW_BYTES_AT_LEAST, small_tables
+from pipelines.spark_session import ROW_BYTES_AT_LEAST, small_and_large, small_tables
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
@@ -287,6 +287,9 @@ def test_a_tables_size_comes_from_its_log_and_a_small_one_is_rewritten_interpret
     for config, names in ((fewer, [table]), (cfg, [table, "erase_commit.missing"])):
         with small_tables(spark, config, names) as small:
             assert not small, names
+    # the erasure's split of a layer: the small tables (rewritten a few at once) and the others, in order
+    assert small_and_large(spark, cfg, ["erase_commit.missing", table]) == ([table], ["erase_commit.missing"])
+    assert small_and_large(spark, fewer, [table]) == ([], [table])
     spark.sql("DROP SCHEMA erase_commit CASCADE")
 
 
