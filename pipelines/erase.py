@@ -283,20 +283,13 @@ def _holding(frame: DataFrame, person: Person, tokens: dict[str, str]) -> tuple[
     return F.coalesce(hit, F.lit(False)), rewrites
 
 
-def pseudonymise_table(
-    spark: SparkSession, table: str, person: Person, tokens: dict[str, str], erasure_id: str = ""
-) -> int:
-    """Rewrite the rows of ``table`` holding an identifier, in one UPDATE whose commit carries
-    ``erasure_id``; -> how many rows it rewrote, its commit's own count (0: none held one, and Delta
-    made no commit). One pass over the table: counting the rows first would read it twice."""
-    with session_conf(spark, {COMMIT_NOTE: erasure_id} if erasure_id else {}):
-        return _pseudonymise(spark, table, person, tokens)
-
-
-def _pseudonymise(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
-    """pseudonymise_table with the commit's note left to the caller: a session setting, set once
-    around tables rewritten at once. A table with no data file (a report with no finding) holds
-    nobody: its log says so, no UPDATE is planned."""
+def pseudonymise_table(spark: SparkSession, table: str, person: Person, tokens: dict[str, str]) -> int:
+    """Rewrite the rows of ``table`` holding an identifier, in one UPDATE; -> how many rows it
+    rewrote, its commit's own count (0: none held one, and Delta made no commit). One pass over the
+    table: counting the rows first would read it twice. The commit's note (``COMMIT_NOTE``: the
+    erasure's id, which a re-run looks for in the table's history) is the caller's to set: a session
+    setting, set once around tables rewritten at once. A table with no data file (a report with no
+    finding) holds nobody: its log says so, no UPDATE is planned."""
     files = table_files(spark, table)
     if files is not None and files[0] == 0:
         return 0
@@ -582,14 +575,14 @@ def _pseudonymise_layer(spark: SparkSession, cfg: Config, pending: PendingErasur
             before = pending.versions_before.get(table)
             rows = None if before is None else rows_rewritten_by(spark, table, pending.erasure_id, before)
             if rows is None:
-                rows = _pseudonymise(spark, table, person, tokens)
+                rows = pseudonymise_table(spark, table, person, tokens)
             with saving:
                 pending.rows_by_table[table] = rows
                 _save_pending(spark, cfg, pending)
         elif rows and table not in pending.versions_before:
             # a state file of a release that counted before each rewrite: the count kept, maybe not
             # the rewrite (rows already rewritten match no more, and Delta makes no commit)
-            _pseudonymise(spark, table, person, tokens)
+            pseudonymise_table(spark, table, person, tokens)
         log(f"erase: {table}: {rows} rows pseudonymised")
 
     small, large = small_and_large(spark, cfg, names)

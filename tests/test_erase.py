@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config import load_config
-from pipelines.delta_util import ensure_schema, table_bytes, table_files, table_names, table_version
+from pipelines.delta_util import COMMIT_NOTE, ensure_schema, table_bytes, table_files, table_names, table_version
 from pipelines.erase import (
     PENDING_DIR,
     TOKEN_PREFIX,
@@ -34,7 +34,7 @@ from pipelines.erase import (
 from pipelines.errors import UsageError
 from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
-from pipelines.spark_session import ROW_BYTES_AT_LEAST, small_and_large, small_tables
+from pipelines.spark_session import ROW_BYTES_AT_LEAST, session_conf, small_and_large, small_tables
 from pipelines.tables import tables
 from tests.lake import variant_environ
 
@@ -254,7 +254,8 @@ def test_one_update_counts_the_rows_it_rewrites_and_a_run_killed_after_its_commi
     person = Person("email", keys={"a@example.com"})
     tokens = {"a@example.com": token_for("a@example.com", SALT)}
     before = table_version(spark, table)
-    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 3  # the UPDATE's own count
+    with session_conf(spark, {COMMIT_NOTE: "erase-1"}):  # the erasure's id on its commit, as finish_erasure sets it
+        assert pseudonymise_table(spark, table, person, tokens) == 3  # the UPDATE's own count
     assert table_version(spark, table) == before + 1
     assert _rows_holding(spark, table, ["a@example.com"]) == 0 and _rows_holding(spark, table, ["b@example.com"]) == 2
     # killed after the commit, before the count was kept: the re-run finds it in the table's history
@@ -262,13 +263,13 @@ def test_one_update_counts_the_rows_it_rewrites_and_a_run_killed_after_its_commi
     assert rows_rewritten_by(spark, table, "erase-2", before) is None  # another erasure's: not this one's
     assert rows_rewritten_by(spark, table, "erase-1", before + 1) is None  # no commit since
     # nothing left to rewrite: no commit
-    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 0
+    assert pseudonymise_table(spark, table, person, tokens) == 0
     assert table_version(spark, table) == before + 1
     # a table with no data file: nothing to plan, no commit
     spark.sql(f"DELETE FROM {table}")
     emptied = table_version(spark, table)
     assert table_files(spark, table) == (0, 0)
-    assert pseudonymise_table(spark, table, person, tokens, "erase-1") == 0
+    assert pseudonymise_table(spark, table, person, tokens) == 0
     assert table_version(spark, table) == emptied
     spark.sql("DROP SCHEMA erase_commit CASCADE")
 
