@@ -109,7 +109,8 @@ def _rows_at_most(spark: SparkSession, cfg: Config, names: list[str]) -> int:
 
 
 def small_and_large(spark: SparkSession, cfg: Config, names: list[str]) -> tuple[list[str], list[str]]:
-    """``names`` split into the tables small_tables runs interpreted and the others, each in its order."""
+    """``names`` split by size into the tables small_tables takes for small ones and the others, each
+    in its order (whether the small ones then run interpreted is small_input_below's to say)."""
     small = [n for n in names if _rows_at_most(spark, cfg, [n]) < cfg.settings.spark.codegen_min_rows]
     return small, [n for n in names if n not in small]
 
