@@ -70,7 +70,7 @@ from pipelines.delta_util import (
 from pipelines.errors import InputError, UsageError
 from pipelines.gold import inputs as gold_inputs
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
-from pipelines.spark_session import session_conf, small_and_large, small_tables
+from pipelines.spark_session import append_rows, session_conf, small_and_large, small_tables
 from pipelines.sql import UUID_PATTERN
 from pipelines.tables import Tables, tables
 
@@ -706,7 +706,7 @@ def _record_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -
         PENDING,
         started,
     )
-    spark.createDataFrame([row], ERASURES_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
+    append_rows(spark, cfg, [row], ERASURES_SCHEMA, table)
 
 
 def record_done(spark: SparkSession, cfg: Config, report: ErasureReport) -> None:

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
 from pipelines.errors import BusyError
+from pipelines.spark_session import append_rows
 from pipelines.tables import tables
 
 LOCK_FILE = "refresh.lock"
@@ -95,8 +96,7 @@ def record_layer_run(spark: SparkSession, cfg: Config, run: LayerRun) -> None:
     t = tables(cfg)
     ensure_schema(spark, t.ops_schema)
     run.env, run.host, run.pid = cfg.env, socket.gethostname(), os.getpid()
-    frame = spark.createDataFrame([asdict(run)], RUN_LOG_SCHEMA)
-    frame.write.format("delta").mode("append").saveAsTable(t.refresh_runs)
+    append_rows(spark, cfg, [asdict(run)], RUN_LOG_SCHEMA, t.refresh_runs)
 
 
 def last_success_start(spark: SparkSession, cfg: Config, layer: str) -> str | None:

@@ -87,6 +87,16 @@ def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[b
         yield True
 
 
+def append_rows(spark: SparkSession, cfg: Config, rows: list, schema: str, table: str) -> None:
+    """Append ``rows`` made on the driver (a run's bookkeeping: a few rows) to the Delta table ``table``,
+    with the small-input settings: compiled, such a write and the checkpoint of the table's log at every
+    tenth commit cost more than they do interpreted (a new process's first checkpoint 6.4-8.1 s against
+    4.3-4.4 s; docs/performance.md, issue 30's forty-eighth step)."""
+    frame = spark.createDataFrame(rows, schema)
+    with small_input_below(spark, cfg, len(rows)):
+        frame.write.format("delta").mode("append").saveAsTable(table)
+
+
 # The fewest bytes one row takes in a table of this lake's (compressed Parquet of a narrow table):
 # a table's size over this bounds its rows (small_tables), from Delta's log, without a count's
 # job. A table that packs rows tighter is taken for a small one and runs interpreted: slower, not wrong.

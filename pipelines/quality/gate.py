@@ -28,6 +28,7 @@ from pipelines.delta_util import ensure_schema
 from pipelines.errors import CheckFailed
 from pipelines.local_files import write_json_whole
 from pipelines.project import GX_TEMPLATE_DIR
+from pipelines.spark_session import append_rows
 from pipelines.tables import tables
 
 if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its import alone takes seconds)
@@ -311,8 +312,7 @@ class QualityGate:
             return
         table = tables(self.cfg).dq_results
         ensure_schema(self.spark, table.split(".")[0])
-        frame = self.spark.createDataFrame(self._unrecorded, DQ_RESULTS_SCHEMA)
-        frame.write.format("delta").mode("append").saveAsTable(table)
+        append_rows(self.spark, self.cfg, self._unrecorded, DQ_RESULTS_SCHEMA, table)
         self._unrecorded = []
 
     def finish(self) -> Path:

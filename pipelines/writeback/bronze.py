@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config import Config
 from pipelines.delta_util import ensure_schema
+from pipelines.spark_session import append_rows
 from pipelines.tables import tables
 from pipelines.writeback import COLUMNS
 from pipelines.writeback.source import (
@@ -167,7 +168,7 @@ def _advance_watermarks(
             )
         )
     table = tables(cfg).writeback_watermarks
-    spark.createDataFrame(records, _WATERMARK_SCHEMA).write.format("delta").mode("append").saveAsTable(table)
+    append_rows(spark, cfg, records, _WATERMARK_SCHEMA, table)
 
 
 def _make_empty(spark: SparkSession, table: str, run_id: str) -> None:
