@@ -30,14 +30,19 @@ from devtools.bench_delivery_floor import (
     spark_jobs,
     unit_costs,
 )
+from devtools.sample import BUNDLED_EXPORT
 from devtools.variant import variant_environ
 from pipelines.config import Config, load_config
 from pipelines.tables import tables
 
 
 def _bench_cfg(cfg: Config, root: Path) -> Config:
-    """Same settings, but a lakehouse of its own (never the real one's tables or checkpoints)."""
-    return load_config(cfg.env, environ=variant_environ(root / "lake", "bench"))
+    """Same settings, but a lakehouse of its own (never the real one's tables or checkpoints), with the
+    bundled Write-Back export, as the demo lands it."""
+    environ = variant_environ(root / "lake", "bench")
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(BUNDLED_EXPORT)
+    return load_config(cfg.env, environ=environ)
 
 
 def _fresh_lake(spark, bcfg: Config) -> None:

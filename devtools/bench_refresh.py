@@ -27,6 +27,7 @@ from pathlib import Path
 
 from devtools.bench import _dbt_node_seconds, _machine, _newest_day
 from devtools.bench_dbt_floor import node_mix
+from devtools.sample import BUNDLED_EXPORT
 from pipelines.config import Config
 from pipelines.project import home
 
@@ -120,6 +121,9 @@ def bench_refresh(cfg: Config, delivery: int, log) -> dict:
         **os.environ,
         "AUDITLAKE__PATHS__DATA_DIR": str(lake),
         "AUDITLAKE__PATHS__LANDING_DIR": str(landing),
+        # the demo's sample whole: its Activity Log and the bundled Write-Back export
+        "AUDITLAKE__WRITEBACK__SOURCE": "file",
+        "AUDITLAKE__WRITEBACK__FILE__PATH": str(BUNDLED_EXPORT),
         "DBT_TARGET_PATH": str(target),
     }
     summary = generate_demo_sample(cfg, landing)

@@ -161,7 +161,7 @@ def register(sub) -> None:
     from devtools.sample.activity_log.writer import LAYOUTS
 
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=cmd_demo, needs_pseudonym_key=True)  # its refresh makes the analysts' copies
 
     p = sub.add_parser("generate", help="write sample data: `activity-log` or `writeback`")
     generate = p.add_subparsers(dest="source", required=True)
@@ -235,7 +235,7 @@ def register(sub) -> None:
         "default: BENCH_DELIVERY in devtools/bench.py)",
     )
     p.add_argument("--doc", default="docs/performance.md")
-    p.set_defaults(func=cmd_bench)
+    p.set_defaults(func=cmd_bench, needs_pseudonym_key=True)  # its refreshes make the analysts' copies
 
     p = sub.add_parser("docs", help="`analyst-guide`: re-run the analyst guide's SQL on this lake, write the outputs")
     docs = p.add_subparsers(dest="doc", required=True)

@@ -177,11 +177,12 @@ def _main() -> int:
     state.touch(mode=0o600)  # it holds the password
     state.write_text(json.dumps(server.describe()))
     if args.load_sample:
+        from devtools.sample import BUNDLED_EXPORT
         from devtools.sample.writeback import load_export_into_postgres
         from pipelines.config import load_config
 
-        cfg = load_config()
-        load_export_into_postgres(server, cfg.path("writeback.file.path"), cfg.settings.writeback.databases)
+        databases = load_config(needs_pseudonym_key=False).settings.writeback.databases
+        load_export_into_postgres(server, BUNDLED_EXPORT, databases)
     print(
         f"export AUDITLAKE__WRITEBACK__SOURCE=jdbc AUDITLAKE__WRITEBACK__JDBC__PORT={server.port} "
         f"AUDITLAKE__WRITEBACK__JDBC__USER={server.user} AUDITLAKE_WRITEBACK_PASSWORD={server.password}"

@@ -94,7 +94,7 @@ def _workload(env: str, partial: str) -> None:
     from pipelines.config import load_config
     from pipelines.spark_session import build_spark
 
-    cfg = load_config(env)
+    cfg = load_config(env, needs_pseudonym_key=False)  # `auditlake setup` starts without the key
     spark = build_spark(cfg, extra_java_options=f"-XX:ArchiveClassesAtExit={partial}")
     spark.sql("CREATE SCHEMA IF NOT EXISTS probe")
     rows = spark.createDataFrame(

@@ -605,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "
         "quality run (reads all of history: slower as the lake grows)",
     )
-    p.set_defaults(func=cmd_refresh)
+    p.set_defaults(func=cmd_refresh, needs_pseudonym_key=True)  # its gold layer makes the analysts' copies
 
     p = sub.add_parser(
         "serve",
@@ -657,7 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
     _add_wait(p)
-    p.set_defaults(func=cmd_erase)
+    p.set_defaults(func=cmd_erase, needs_pseudonym_key=True)  # it makes the analysts' copies again
 
     p = sub.add_parser(
         "alerts",
@@ -744,7 +744,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cfg: Config | None = None
     try:
-        cfg = load_config(args.env)
+        # only a command that makes the analysts' pseudonyms says it needs their key (set_defaults)
+        cfg = load_config(args.env, needs_pseudonym_key=getattr(args, "needs_pseudonym_key", False))
         return args.func(cfg, args)
     except KeyboardInterrupt:  # a refresh cut short is finished by the next one (crash safety)
         print("auditlake: interrupted", file=sys.stderr)

@@ -6,7 +6,8 @@ in ``pipelines/settings.py``, and every value is checked against its declaration
 configuration loads: its type, and its enumeration, range or shape; then what several keys decide
 together. A mode that needs a secret (``metastore.kind:
 postgresql``, ``writeback.source: jdbc``, ``alerts.on_refresh: true``) needs the environment
-variable its ``*_env`` key names to be set. Any problem is a ``ConfigError`` whose one line names the key
+variable its ``*_env`` key names to be set; the analysts' pseudonym key only for a command that makes
+pseudonyms (``needs_pseudonym_key``). Any problem is a ``ConfigError`` whose one line names the key
 and the file or environment variable the value came from (``auditlake`` exits 2, before Spark starts).
 
 Secrets are never in conf/: a key ending in ``_env`` holds the NAME of the environment variable
@@ -261,9 +262,12 @@ def _settings(values: dict, fail: Callable[[str, str], NoReturn], base_path: Pat
         fail(dotted, f"{error['ctx']['error'] if kind == 'value_error' else error['msg']}, got {value!r}")
 
 
-def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str]) -> Settings:
+def _validate(
+    values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str], needs_pseudonym_key: bool
+) -> Settings:
     """Every value against its declaration (pipelines/settings.py), then what several keys or the
-    environment decide together: the secrets the chosen modes need, sign-in, S3."""
+    environment decide together: the secrets the chosen modes need (the pseudonym key only with
+    ``needs_pseudonym_key``), sign-in, S3."""
 
     def origin(key: str) -> str:
         while key:
@@ -292,6 +296,8 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
         return node
 
     for mode_key, mode, env_key, what in SECRETS:
+        if env_key == "analyst.pseudonym_key_env" and not needs_pseudonym_key:
+            continue
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             shown = str(mode).lower() if isinstance(mode, bool) else mode
             fail(
@@ -306,13 +312,19 @@ def _validate(values: dict, origins: dict[str, str], base_path: Path, environ: M
             "not hold an http:// or https:// URL: alerts.on_refresh is true "
             f"({origin('alerts.on_refresh')})",
         )
+    if lookup("writeback.source") == "file" and not lookup("writeback.file.path").strip():
+        fail(
+            "writeback.file.path",
+            f"is empty: writeback.source is file ({origin('writeback.source')}): give the export's path "
+            "(.ndjson, .json or .csv)",
+        )
     if lookup("tableau.publish_on_refresh") and not lookup("tableau.server_url"):
         fail(
             "tableau.server_url",
             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
         )
     key_name = lookup("analyst.pseudonym_key_env")
-    if lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
+    if needs_pseudonym_key and lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
         fail(
             "analyst.pseudonym_key_env",
             f"names environment variable {key_name}, which holds fewer than "
@@ -396,9 +408,16 @@ def _check_serve(
         fail("serve.tls.keystore_path", f"must be set: serve.tls.enabled is true ({origin('serve.tls.enabled')})")
 
 
-def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    env: str | None = None,
+    conf_dir: Path = CONF_DIR,
+    environ: Mapping[str, str] | None = None,
+    needs_pseudonym_key: bool = True,
+) -> Config:
     """Load and validate the configuration for ``env`` (default: $AUDITLAKE_ENV or 'local'): a name
-    (``conf/<env>.yaml``, shipped with the product) or the path of a YAML file of one's own (``*.yaml``)."""
+    (``conf/<env>.yaml``, shipped with the product) or the path of a YAML file of one's own (``*.yaml``).
+    ``needs_pseudonym_key``: the caller makes the analysts' pseudonyms (a refresh, an erasure), so the
+    key must be set while ``analyst.enabled``; a command that makes none starts without it."""
     environ = dict(os.environ if environ is None else environ)
     env = env or environ.get(ENV_VAR) or "local"
     base_path = conf_dir / "base.yaml"
@@ -422,5 +441,5 @@ def load_config(env: str | None = None, conf_dir: Path = CONF_DIR, environ: Mapp
     values = _merge(values, _read_yaml(env_path), shape, lambda _key: str(env_path), origins)
     overrides, names = _env_overrides(environ)
     values = _merge(values, overrides, shape, _env_source(names), origins)
-    settings = _validate(values, origins, base_path, environ)
+    settings = _validate(values, origins, base_path, environ, needs_pseudonym_key)
     return Config(env, values, (str(base_path), str(env_path)), settings)

@@ -371,7 +371,7 @@ class Generate(Section):
 
 
 class WritebackFile(Section):
-    path: Text(NONEMPTY, "a path") = key("devtools/sample/historical_audit.ndjson", "a CSV or NDJSON export")
+    path: Text() = key("", "a CSV or NDJSON export (needed with source file)")
     default_database: OneOf(*WRITEBACK_ROLES) = key("metadata", "role of lines that carry no DATABASE_ROLE field")
 
 
@@ -385,7 +385,7 @@ class WritebackJdbc(Section):
 
 
 class Writeback(Section):
-    source: OneOf(*WRITEBACK_SOURCES) = key("file", "file: an export | jdbc: the databases | none")
+    source: OneOf(*WRITEBACK_SOURCES) = key("none", "none: no Write-Back | file: an export | jdbc: the databases")
     file: WritebackFile = key(WritebackFile, "the export file")
     jdbc: WritebackJdbc = key(WritebackJdbc, "the databases, over JDBC")
     databases: dict[str, Text()] = key(

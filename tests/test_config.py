@@ -183,7 +183,34 @@ def test_missing_secret_variable_names_key_and_files():
     assert secret(cfg, "writeback.jdbc.password_env", {"WB_SECRET": "s3cret"}) == "s3cret"
     assert "s3cret" not in repr(cfg)  # the configuration holds the variable's name, never the secret
     # a secret a mode that is not chosen would need is not asked for
-    assert load_config("local", environ=dict(KEYED)).get("writeback.source") == "file"
+    assert load_config("local", environ=dict(KEYED)).get("writeback.source") == "none"
+
+
+def test_only_the_demo_names_the_bundled_write_back_sample_and_a_file_source_needs_a_path():
+    """A real lake lands only real data: the shipped defaults read no Write-Back source (bronze is
+    append-only: a sample's rows, once landed, would stay in the audit trail)."""
+    from devtools.sample import BUNDLED_EXPORT
+
+    for env in ("local", "test", "cluster", "pgmeta", "s3"):
+        cfg = load_config(
+            env,
+            environ={
+                **KEYED,
+                "AUDITLAKE_METASTORE_PASSWORD": "x",
+                "AWS_ACCESS_KEY_ID": "x",
+                "AWS_SECRET_ACCESS_KEY": "x",
+            },
+        )
+        assert (cfg.settings.writeback.source, cfg.settings.writeback.file.path) == ("none", ""), env
+    demo = load_config("demo", environ=dict(KEYED))
+    assert demo.settings.writeback.source == "file" and demo.path("writeback.file.path") == BUNDLED_EXPORT
+    base = CONF_DIR / "base.yaml"
+    with pytest.raises(ConfigError) as caught:
+        load_config("local", environ={**KEYED, "AUDITLAKE__WRITEBACK__SOURCE": "file"})
+    assert str(caught.value) == (
+        f"{base}: config key 'writeback.file.path' is empty: writeback.source is file (environment variable "
+        "AUDITLAKE__WRITEBACK__SOURCE): give the export's path (.ndjson, .json or .csv)"
+    )
 
 
 def test_alerts_on_refresh_needs_a_webhook_url_in_the_variable_at_load():
@@ -385,6 +412,63 @@ def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_l
     assert "short-key" not in str(caught.value)  # a secret: never in a message
     assert load_config("test", environ={"AUDITLAKE__ANALYST__ENABLED": "false"}).get("analyst.enabled") is False
     assert load_config("test", environ=dict(KEYED)).analyst_dir.endswith("/analyst")
+    # a command that makes no pseudonym loads the same configuration without the key, short or unset
+    for environ in ({}, {"AUDITLAKE_PSEUDONYM_KEY": "short-key"}):
+        assert load_config("test", environ=environ, needs_pseudonym_key=False).settings.analyst.enabled is True
+
+
+def _without_the_key(tmp_path) -> dict[str, str]:
+    """This process's environment less the pseudonym key and every AUDITLAKE__ override (the default
+    environment, local), its data folder under ``tmp_path``, the JARs where they are."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AUDITLAKE_PSEUDONYM_KEY", "AUDITLAKE_ENV") and not k.startswith("AUDITLAKE__")
+    }
+    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(tmp_path / "lake")
+    environ["AUDITLAKE__PATHS__JARS_DIR"] = str(load_config("test").path("paths.jars_dir"))  # fetched by `make setup`
+    return environ
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    "command",
+    [["registry"], ["setup", "--jars-only"], ["gold", "staging"], ["--help"], ["refresh", "--help"]],
+    ids=["registry", "setup", "gold-staging", "help", "refresh-help"],
+)
+def test_commands_that_read_no_personal_data_start_without_the_pseudonym_key(command, tmp_path):
+    """`setup --jars-only`: the class archive's recording, when missing, starts Spark for a minute; the
+    configuration a setup loads is the same."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", *command],
+        env=_without_the_key(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=home(),
+    )
+    assert run.returncode == 0, run.stderr
+    assert "AUDITLAKE_PSEUDONYM_KEY" not in run.stderr
+
+
+@pytest.mark.subprocess
+def test_a_command_that_makes_pseudonyms_still_refuses_to_start_without_the_key(tmp_path):
+    base = CONF_DIR / "base.yaml"
+    run = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "refresh"],
+        env=_without_the_key(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=home(),
+    )
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [
+        f"auditlake: configuration error: {base}: config key 'analyst.pseudonym_key_env' names environment "
+        f"variable AUDITLAKE_PSEUDONYM_KEY, which is not set: analyst.enabled true ({base}) needs the "
+        "pseudonym key there"
+    ]
+    assert not (tmp_path / "lake").exists()  # nothing ran
 
 
 def test_publish_on_refresh_needs_a_server_and_the_token_variables_at_load():

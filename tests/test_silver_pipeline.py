@@ -20,6 +20,7 @@ from pipelines.reconcile import reconcile, reconcile_files, run_figures
 from pipelines.refresh import run_refresh
 from pipelines.silver_stamp import stamped_after
 from pipelines.tables import tables
+from tests.lake import BUNDLED_EXPORT
 
 QUIET = {"log": lambda _m: None}
 
@@ -36,7 +37,13 @@ def variant(lake_dir: Path, name: str, **settings: str):
 @pytest.fixture(scope="module")
 def lake(spark, lake_dir):
     # its tests read the event views, and count the bundled Write-Back export with the events
-    cfg = variant(lake_dir, "silver", AUDITLAKE__SILVER__EVENT_VIEWS="true", AUDITLAKE__WRITEBACK__SOURCE="file")
+    cfg = variant(
+        lake_dir,
+        "silver",
+        AUDITLAKE__SILVER__EVENT_VIEWS="true",
+        AUDITLAKE__WRITEBACK__SOURCE="file",
+        AUDITLAKE__WRITEBACK__FILE__PATH=str(BUNDLED_EXPORT),
+    )
     landing = cfg.path("paths.landing_dir")
     summary = generate_activity_log(landing, 2000, seed=3, days=2, dirty=True)
     report = run_refresh(spark, cfg, ["bronze", "silver"], **QUIET)

@@ -155,7 +155,7 @@ def test_the_installed_product_runs_from_another_folder(installed):
     (work / SUMMARY).write_text(out, encoding="utf-8")
 
     assert "layers bronze, silver, gold" in out and "gold: " in out, out[-3000:]
-    # no Write-Back source here (conf/test.yaml): its tables are made empty, without a stream, so gold builds
+    # no Write-Back source here (the shipped default): its tables are made empty, without a stream, so gold builds
     assert "writeback bronze: skipped (writeback.source is none)" in out
     assert re.search(r"^writeback silver: no rows in \S+ -> \S+ \(empty\)$", out, re.M), out[-3000:]
     assert (work / "lake" / "warehouse").is_dir() and (work / "lake" / "dbt" / "target" / "manifest.json").is_file()

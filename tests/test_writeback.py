@@ -16,10 +16,14 @@ from devtools.sample.writeback import (
     insert_sql,
     write_export,
 )
+from pipelines.config import load_config
+from pipelines.refresh import run_refresh
+from pipelines.tables import tables
 from pipelines.writeback import COLUMNS, ROLE_FIELD
 from pipelines.writeback.bronze import to_bronze_rows
-from pipelines.writeback.silver import QUARANTINE_REASONS, to_writeback_silver
+from pipelines.writeback.silver import QUARANTINE_REASONS, promote_writeback, to_writeback_silver
 from pipelines.writeback.source import SOURCE_COLUMNS, _cause, incremental_query, read_file_export
+from tests.lake import variant_environ
 
 ID1 = "1234a678-9b01-23c4-5d6e-7f89a0123b45"
 ID2 = "aaaaaaaa-0000-4000-8000-000000000002"
@@ -273,3 +277,20 @@ def test_incremental_query_and_sql_quoting():
 )
 def test_driver_errors_become_one_line(text, expected):
     assert _cause(RuntimeError(text)) == expected
+
+
+def test_a_refresh_with_the_shipped_defaults_lands_no_write_back_row(spark, lake_dir):
+    """A new lake on the shipped configuration (conf/base.yaml, the default environment) and an empty
+    landing folder: no Write-Back source is read, so no row reaches bronze, nor silver, which types only
+    what bronze holds (bronze is append-only: a sample's row landed there would stay in the audit trail).
+    Bronze's run, then silver's Write-Back step alone: the Activity Log's empty promotion and its event
+    views cost most of a silver run and say nothing about Write-Back."""
+    cfg = load_config("local", environ=variant_environ(lake_dir, "shipped"))
+    cfg.path("paths.landing_dir").mkdir(parents=True)
+    report = run_refresh(spark, cfg, ["bronze"], log=lambda _m: None)
+    landing = report.writeback["bronze"]
+    assert (landing.skipped_reason, landing.rows_landed) == ("writeback.source is none", 0)
+    assert promote_writeback(spark, cfg, report.run_id, log=lambda _m: None).bronze_rows == 0
+    t = tables(cfg)
+    for table in (t.writeback_raw, t.writeback_audit, t.writeback_quarantine):
+        assert not spark.catalog.tableExists(table) or spark.table(table).isEmpty(), table
