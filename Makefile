@@ -57,11 +57,12 @@ setup: system-deps $(STAMP)
 jars: system-deps $(STAMP)
 	@$(BIN)/auditlake setup --jars-only
 
-# Java 17+ runs Spark; Maven fetches the Delta JARs once. Installed only when missing.
+# Java 17+ runs Spark; its compiler builds the analysts' server's read-only check once
+# (pipelines/analyst/guard.py); Maven fetches the Delta JARs once. Installed only when missing.
 system-deps:
-	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+	@command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
 	  echo "installing Java 17 and Maven (apt-get)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null; }
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
 
 # PostgreSQL server binaries: the Write-Back tests start a throwaway server (initdb + pg_ctl on
 # loopback). Debian keeps them off PATH, in /usr/lib/postgresql/<major>/bin. Tests only, not demo.

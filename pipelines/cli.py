@@ -37,7 +37,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from pipelines.config import NO_S3_CLIENT, SERVE_ROLES, Config, has_no_s3_client, load_config
-from pipelines.errors import EXIT_INTERRUPTED, BusyError, ConfigError, UsageError, kind_of, one_line
+from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
 from pipelines.ops import RefreshBusyError, refresh_lock
 
 
@@ -74,6 +74,9 @@ def cmd_setup(cfg: Config, args: argparse.Namespace) -> int:
         fetch_jars(cfg, log=log)
         log(f"setup: JARs cached in {cfg.path('paths.jars_dir')}")
     if not args.jars_only:
+        from pipelines.analyst.guard import guard_jar
+
+        guard_jar(cfg, log=log)
         record_archive(cfg, log=log)
     return 0
 
@@ -753,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         kind, code = kind_of(exc)
         print(f"auditlake: {kind}: {one_line(exc)}", file=sys.stderr)
-        if not isinstance(exc, UsageError | ConfigError | BusyError):  # their one line says all there is
+        if getattr(exc, "logged", True):  # a traceback tells more than the one line
             where = _write_traceback(cfg)
             if where:
                 print(f"auditlake: details (traceback, Java stack trace, plan) in {where}", file=sys.stderr)

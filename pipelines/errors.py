@@ -22,6 +22,8 @@ class AuditlakeError(Exception):
 
     kind = "error"
     exit_code = EXIT_CHECK_FAILED
+    # whether the error log (its traceback) can tell more than the one line: not where the line says all
+    logged = True
 
 
 class UsageError(AuditlakeError):
@@ -29,6 +31,7 @@ class UsageError(AuditlakeError):
 
     kind = "usage error"
     exit_code = EXIT_USAGE
+    logged = False
 
 
 class ConfigError(AuditlakeError, ValueError):
@@ -37,6 +40,7 @@ class ConfigError(AuditlakeError, ValueError):
 
     kind = "configuration error"
     exit_code = EXIT_USAGE
+    logged = False
 
 
 class InputError(AuditlakeError):
@@ -67,6 +71,7 @@ class BusyError(AuditlakeError):
 
     kind = "busy"
     exit_code = EXIT_BUSY
+    logged = False
 
 
 INTERNAL = "internal error"

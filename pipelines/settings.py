@@ -294,6 +294,13 @@ class Tls(Section):
     )
 
 
+class Restart(Section):
+    attempts: Whole(0) = key(5, "restarts of a dead analysts' server in a row before serve gives up; 0 = none")
+    backoff_seconds: Whole(1, 3600) = key(2, "the wait before the first restart, doubled for each next one")
+    backoff_max_seconds: Whole(1, 3600) = key(60, "the longest wait between restarts")
+    healthy_after_seconds: Whole(1) = key(600, "a server up this long counts as healthy: the count starts again")
+
+
 class Serve(Section):
     host: Host = key("127.0.0.1", "loopback by default; any other address needs auth: ldap")
     port: Port = key(10000, "the analysts' server: the masked analyst tables only")
@@ -304,6 +311,12 @@ class Serve(Section):
     auth: OneOf(*SERVE_AUTH_MODES) = key("none", "none: any user name | ldap: a bind to ldap.url checks it")
     ldap: Ldap = key(Ldap, "sign-in by LDAP bind")
     tls: Tls = key(Tls, "TLS on the servers' ports")
+    query_timeout_seconds: Whole(1) = key(300, "an analyst's statement running longer is cancelled, its tasks stopped")
+    max_result_mb: Whole(1) = key(256, "the most one statement's result may hold in the analysts' server")
+    max_concurrent_statements: Whole(1) = key(8, "statements the analysts' server runs at once; more wait")
+    task_slots: Whole(2) = key(16, "the analysts' server's concurrent tasks (more than cores: no statement holds all)")
+    memory: Memory = key("2g", "the analysts' server's JVM heap")
+    restart: Restart = key(Restart, "supervision of the analysts' server: restarts after its JVM died")
 
 
 class Cluster(Section):

@@ -18,6 +18,7 @@ def serving(args: list[str], env: dict[str, str], port: int, log_path: Path, tim
     process, then SIGTERM it (SIGKILL after a minute). Its output goes to ``log_path``."""
     with log_path.open("w") as log:
         proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc.args_log = log_path  # what it printed, for a test to read
     try:
         deadline = time.monotonic() + timeout
         while True:

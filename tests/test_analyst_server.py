@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,10 @@ pytestmark = [pytest.mark.subprocess]
 CLIENT_PYTHON = CHECKOUT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
 SESSION = CHECKOUT / "tests" / "clients" / "session.py"
 ANALYST, PASSWORD = "ana", "analyst-password-1"
+QUERY_TIMEOUT = 20  # serve.query_timeout_seconds of the module's server
+READ_ONLY = "Error running query: refused: the analysts' server is read-only: "
+# impyla names no error for the operation state TIMEDOUT (8): a statement the server's time limit stopped
+TIMED_OUT = "KeyError: 8"
 
 
 def run_session(
@@ -85,6 +92,8 @@ def analysts(gold_lake, lake_dir):
         "AUDITLAKE__SERVE__TLS__ENABLED": "true",
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
+        "AUDITLAKE__SERVE__QUERY_TIMEOUT_SECONDS": str(QUERY_TIMEOUT),
+        "AUDITLAKE__SERVE__RESTART__BACKOFF_SECONDS": "1",
     }
     try:
         with serving([sys.executable, "-m", "pipelines.cli", "serve"], env, port, tls_dir / "serve.log") as launcher:
@@ -181,6 +190,145 @@ def test_an_odbc_client_lists_every_analyst_tables_columns_with_their_docs(spark
         assert all(c[1] for c in listed[name]), f"{name}: a column without a type"
     remarks = {c[0]: c[2] for c in listed["fct_logins"]}
     assert remarks["event_id"] == "The silver event this row came from."
+
+
+def test_an_analyst_can_change_nothing_every_other_analyst_reads(spark, gold_lake, analysts):
+    """Writes in any spelling are refused with one line each, reads answer, and every analyst still
+    reads the catalogue's views."""
+    port, ca_cert, _launcher = analysts
+    refused = {
+        "CREATE OR REPLACE VIEW analyst.fct_ownership_transfers AS SELECT 1 AS forged": "CreateView",
+        "create /* a comment */ OR replace VIEW analyst.fct_logins as select 1 as forged": "CreateView",
+        "DROP VIEW analyst.fct_sessions": "DropTable",
+        "CREATE TABLE analyst.x AS SELECT 1": "CreateDataSourceTableAsSelect",
+        "INSERT OVERWRITE DIRECTORY '/tmp/auditlake-forged' USING parquet SELECT 1": "InsertIntoDataSourceDir",
+        "WITH t AS (SELECT 1 AS a) INSERT OVERWRITE DIRECTORY '/tmp/auditlake-forged' USING csv SELECT a FROM t": (
+            "InsertIntoDataSourceDir"
+        ),
+        "EXECUTE IMMEDIATE 'DROP VIEW analyst.fct_logins'": "DropTable",
+        "BEGIN SELECT 1; DROP VIEW analyst.fct_logins; END": "DropTable",
+        "ALTER VIEW analyst.fct_logins AS SELECT 1 AS forged": "AlterViewAs",
+        "CACHE TABLE analyst.fct_logins": "CacheTable",
+        "CREATE TEMPORARY VIEW mine AS SELECT 1": "CreateView",
+        "SET spark.sql.thriftServer.queryTimeout=0": "Set",
+        "RESET": "Reset",
+        "CREATE DATABASE forged": "CreateNamespace",
+        "SELECT reflect('java.lang.Thread', 'sleep', 1000L)": None,
+        "SELECT TRANSFORM(1) USING 'id' AS (a)": None,
+    }
+    reads = [
+        "SHOW TABLES IN analyst",
+        "DESCRIBE analyst.fct_logins",
+        "EXPLAIN DROP VIEW analyst.fct_logins",
+        "WITH t AS (SELECT count(*) AS n FROM analyst.fct_logins) SELECT n FROM t",
+        "SET spark.sql.thriftServer.queryTimeout",
+        "USE analyst",
+    ]
+    results = run_session(port, ANALYST, PASSWORD, ca_cert, [*refused, *reads])["results"]
+    answered = {r["statement"]: r for r in results}
+    for statement, command in refused.items():
+        error = answered[statement].get("error", "")
+        assert not answered[statement]["ok"] and READ_ONLY in error, (statement, error)
+        why = error.split(READ_ONLY, 1)[1].splitlines()[0]
+        expected = {
+            "SELECT reflect('java.lang.Thread', 'sleep', 1000L)": "reflect/java_method call Java methods",
+            "SELECT TRANSFORM(1) USING 'id' AS (a)": "ScriptTransformation acts outside the data",
+        }.get(statement, f"{command} changes the server's state")
+        assert why == expected, statement
+    for statement in reads:
+        assert answered[statement]["ok"], answered[statement]
+    assert answered[reads[-2]]["rows"] == [["spark.sql.thriftServer.queryTimeout", str(QUERY_TIMEOUT)]]
+    # another analyst reads every view as the catalogue made it
+    cfg = gold_lake[0]
+    marts = mart_tables(spark, tables(cfg).gold_schema)
+    other = run_session(
+        port, ANALYST, PASSWORD, ca_cert, ["SHOW TABLES IN analyst", "SELECT count(*) FROM analyst.fct_logins"]
+    )["results"]
+    assert sorted(r[1] for r in other[0]["rows"]) == marts
+    assert other[1]["rows"] == [[spark.table(tables(cfg).gold("fct_logins")).count()]]
+    assert not Path("/tmp/auditlake-forged").exists()
+
+
+def test_one_analysts_abusive_statements_cost_only_their_session(spark, gold_lake, analysts):
+    """An endless statement is stopped at the time limit, one that exhausts the heap fails alone, and
+    meanwhile another analyst's statements all answer; the server stays up."""
+    port, ca_cert, launcher = analysts
+    abusive = [
+        "SELECT count(*) FROM range(0, 200000000000)",
+        "SELECT collect_list(repeat('x', 200000)) FROM range(0, 60000)",
+    ]
+    outcome = {}
+    abuser = threading.Thread(
+        target=lambda: outcome.update(run_session(port, ANALYST, PASSWORD, ca_cert, abusive)), daemon=True
+    )
+    abuser.start()
+    ordinary = ["SELECT count(*) FROM analyst.fct_logins", "SELECT count(*) FROM analyst.fct_sessions"]
+    answers = []
+    while abuser.is_alive():
+        answers += run_session(port, ANALYST, PASSWORD, ca_cert, ordinary)["results"]
+    abuser.join()
+    endless, heap = outcome["results"]
+    assert endless["error"] == TIMED_OUT and QUERY_TIMEOUT <= endless["seconds"] < QUERY_TIMEOUT + 15, endless
+    assert not heap["ok"] and "java.lang.OutOfMemoryError: Java heap space" in heap["error"], heap["error"][:500]
+    assert answers and all(a["ok"] for a in answers), [a for a in answers if not a["ok"]][:1]
+    assert launcher.poll() is None
+    after = run_session(port, ANALYST, PASSWORD, ca_cert, ordinary[:1])["results"][0]
+    assert after["ok"], after
+
+
+def test_a_dead_server_is_restarted_and_said_so_in_one_line(analysts):
+    """Its JVM killed, the server is started again after the back-off and answers again."""
+    port, ca_cert, launcher = analysts
+    log = launcher.args_log  # the launcher's output (tests/serving.py)
+    jvms = _descendants(launcher.pid, "java")
+    assert len(jvms) == 1, jvms
+    os.kill(jvms[0], signal.SIGKILL)
+    deadline = time.monotonic() + 240
+    restarted = "serve: the analysts' server stopped (its JVM was killed by SIGKILL); its log: "
+    while restarted not in log.read_text() or log.read_text().count("analysts' server listening") < 2:
+        assert time.monotonic() < deadline and launcher.poll() is None, log.read_text()[-2000:]
+        time.sleep(1)
+    line = next(ln for ln in log.read_text().splitlines() if ln.startswith(restarted))
+    assert line.endswith("analysts-server.log; restarting in 1 s (1 of 5)"), line
+    after = run_session(port, ANALYST, PASSWORD, ca_cert, ["SELECT count(*) FROM analyst.fct_logins"])["results"][0]
+    assert after["ok"], after
+
+
+def _descendants(pid: int, name: str) -> list[int]:
+    """The processes called ``name`` under ``pid``, at any depth."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        children = Path(f"/proc/{parent}/task/{parent}/children")
+        for child in map(int, children.read_text().split()) if children.exists() else []:
+            todo.append(child)
+            if Path(f"/proc/{child}/comm").read_text().strip() == name:
+                found.append(child)
+    return found
+
+
+def test_serve_fails_in_one_line_on_a_lake_its_user_cannot_reach(tmp_path):
+    """A lake under a folder the analysts' user cannot cross: one line naming it and the fix."""
+    shut = Path(tempfile.mkdtemp(prefix="auditlake-shut-"))  # mode 0700, as mktemp -d makes it
+    try:
+        (shut / "data" / "analyst").mkdir(parents=True)
+        (shut / "data" / "analyst" / "catalog.json").write_text('{"schema": "analyst", "marts": {}}')
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AUDITLAKE__")},
+            "AUDITLAKE_ENV": "test",
+            "AUDITLAKE__PATHS__DATA_DIR": str(shut / "data"),
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "serve"], env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        shutil.rmtree(shut, ignore_errors=True)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 4, proc.stderr
+    assert lines == [
+        f"auditlake: environment error: the analysts' server runs as auditlake-analyst, who cannot cross {shut} "
+        f"(mode 0700): let other users cross it (chmod o+x {shut}) or keep the lake (analyst.dir) outside it"
+    ], proc.stderr
 
 
 def test_the_auditors_server_answers_in_clear(spark, cfg, gold_lake):

@@ -16,14 +16,19 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from pipelines import storage
+from pipelines.analyst.guard import bounds_conf, guard_jar
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
+from pipelines.analyst.server import CANNOT_START, JVM_ENDED, JVM_ENDED_LINE, REFUSED
 from pipelines.config import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError
 from pipelines.jars import jar_paths
@@ -31,11 +36,14 @@ from pipelines.project import CONF_DIR, IMPORT_ROOT
 from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore
 from pipelines.spark_session import log_dir, serve_conf
 
-ANALYST_DRIVER_MEMORY = "2g"  # it reads masked copies; the lake's own session keeps spark.driver_memory
+SERVER_LOG = "analysts-server.log"
 
 
 class LaunchError(ExternalError):
-    """The analysts' server cannot start: the message says why and what to do."""
+    """The analysts' server cannot start, or died and was not restarted: the message says why and
+    what to do (and names the server's own log); a traceback of the launcher would add nothing."""
+
+    logged = False
 
 
 def _local(location: str) -> Path | None:
@@ -91,6 +99,35 @@ def analyst_account(cfg: Config) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
 
 
+def _may(account: pwd.struct_passwd, path: Path, bits: int) -> bool:
+    """Whether ``account`` has the permission ``bits`` (``stat.S_IXOTH``-style, other's) on ``path``."""
+    if account.pw_uid == 0:
+        return True
+    info = path.stat()
+    if info.st_uid == account.pw_uid:
+        return bool(info.st_mode & (bits << 6))
+    if info.st_gid in os.getgrouplist(account.pw_name, account.pw_gid):
+        return bool(info.st_mode & (bits << 3))
+    return bool(info.st_mode & bits)
+
+
+def unreachable(account: pwd.struct_passwd, analyst: Path) -> str | None:
+    """Why ``account`` cannot open the analyst tables (the first folder it cannot cross, or the
+    catalogue it cannot read), or None."""
+    real = analyst.resolve()
+    for folder in [*reversed(real.parents), real]:
+        if folder.is_dir() and not _may(account, folder, stat.S_IXOTH):
+            mode = stat.S_IMODE(folder.stat().st_mode)
+            return (
+                f"the analysts' server runs as {account.pw_name}, who cannot cross {folder} (mode {mode:04o}): "
+                f"let other users cross it (chmod o+x {folder}) or keep the lake (analyst.dir) outside it"
+            )
+    catalog = real / CATALOG_FILE
+    if not _may(account, catalog, stat.S_IROTH):
+        return f"the analysts' server runs as {account.pw_name}, who cannot read {catalog}: run `auditlake refresh`"
+    return None
+
+
 def _reachable_by_all(path: Path) -> bool:
     """Every folder above ``path`` can be crossed by any user, and the file read and run."""
     real = path.resolve()
@@ -129,15 +166,18 @@ def server_spec(cfg: Config, state_dir: Path) -> dict:
         "analyst_dir": cfg.analyst_dir,
         "tables_dir": tables_location(cfg),
         "state_dir": str(state_dir),
-        "jars": [str(p) for p in jar_paths(cfg)],
+        "jars": [str(p) for p in [*jar_paths(cfg), guard_jar(cfg)]],
         "log4j": str(CONF_DIR / "log4j2.properties"),
-        "driver_memory": ANALYST_DRIVER_MEMORY,
+        "driver_memory": cfg.settings.serve.memory,
+        "task_slots": cfg.settings.serve.task_slots,
+        "bounds_conf": bounds_conf(cfg),
         "private": [str(p) for p in private_locations(cfg)],
     }
 
 
 def serve_analysts(cfg: Config, log=print) -> int:
-    """Launch the analysts' server and wait for it (SIGINT / SIGTERM are passed on); -> its exit code."""
+    """Launch the analysts' server and keep it up until SIGINT / SIGTERM (passed on to it): a server
+    whose JVM died is started again after a growing wait (``serve.restart``); -> exit code."""
     analyst = _local(cfg.analyst_dir)
     if analyst is None:
         raise ConfigError(
@@ -148,6 +188,67 @@ def serve_analysts(cfg: Config, log=print) -> int:
         raise InputError(f"no analyst tables in {analyst}: run `auditlake refresh` first (with analyst.enabled)")
     secure_lake(cfg)
     account = analyst_account(cfg)
+    why = unreachable(account, analyst)
+    if why:
+        raise LaunchError(why)
+    guard_jar(cfg, log=log)  # compiled once, before the first start, not inside the restart loop
+    restart = cfg.settings.serve.restart
+    server_log = log_dir(cfg) / SERVER_LOG
+    server_log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the lake's, shut to the server
+    stop = threading.Event()
+    child: list[subprocess.Popen] = []
+
+    def on_signal(sig, _frame):
+        stop.set()
+        if child and child[-1].poll() is None:
+            child[-1].send_signal(sig)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    attempts = 0
+    try:
+        while True:
+            started = time.monotonic()
+            code, last = _run_server(cfg, account, server_log, child, log)
+            if stop.is_set() or code == 0:
+                return 0
+            if code == REFUSED:
+                raise LaunchError(last.removeprefix(CANNOT_START) or "the analysts' server refused to start")
+            if time.monotonic() - started >= restart.healthy_after_seconds:
+                attempts = 0
+            how = _how_it_ended(code, last)
+            if attempts >= restart.attempts:
+                raise LaunchError(
+                    f"the analysts' server stopped ({how}) and {attempts} restarts did not hold it up; "
+                    f"its log: {server_log}"
+                )
+            wait = min(restart.backoff_seconds * 2**attempts, restart.backoff_max_seconds)
+            attempts += 1
+            log(
+                f"serve: the analysts' server stopped ({how}); its log: {server_log}; restarting in {wait} s "
+                f"({attempts} of {restart.attempts})"
+            )
+            if stop.wait(wait):
+                return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _how_it_ended(code: int, last: str) -> str:
+    """``its JVM was killed by SIGKILL``, ``exit 1``: from the server's exit code and last line."""
+    if code == JVM_ENDED and last.startswith(JVM_ENDED_LINE):
+        jvm = last.removeprefix(JVM_ENDED_LINE)
+        if not jvm.lstrip("-").isdigit():
+            return "its Spark context stopped on an error"
+        return f"its JVM was killed by {signal.Signals(-int(jvm)).name}" if int(jvm) < 0 else f"its JVM exited {jvm}"
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+
+
+def _run_server(
+    cfg: Config, account: pwd.struct_passwd, server_log: Path, child: list[subprocess.Popen], log
+) -> tuple[int, str]:
+    """One run of the server as ``account``, from a throwaway state folder; its output goes to ``log``
+    and to ``server_log`` (with the JVM's own log after it ends). -> (exit code, its last line)."""
     python, paths = interpreter()
     state = Path(tempfile.mkdtemp(prefix="auditlake-analysts-"))
     os.chown(state, account.pw_uid, account.pw_gid)
@@ -165,18 +266,38 @@ def serve_analysts(cfg: Config, log=print) -> int:
         f"over {cfg.analyst_dir} (masked tables only)"
     )
     switch = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if os.geteuid() == 0 else {}
-    proc = subprocess.Popen(
-        [python, "-m", "pipelines.analyst.server"], stdin=subprocess.PIPE, env=environ, cwd=state, text=True, **switch
-    )
-    previous = {sig: signal.signal(sig, lambda s, _f: proc.send_signal(s)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        proc.stdin.write(json.dumps(server_spec(cfg, state)))
-        proc.stdin.close()
-        return proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(state, ignore_errors=True)
+    last = ""
+    with server_log.open("a", encoding="utf-8") as out:
+        out.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} starting the analysts' server\n")
+        out.flush()
+        proc = subprocess.Popen(
+            [python, "-m", "pipelines.analyst.server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=environ,
+            cwd=state,
+            text=True,
+            **switch,
+        )
+        child.append(proc)
+        try:
+            proc.stdin.write(json.dumps(server_spec(cfg, state)))
+            proc.stdin.close()
+            for line in proc.stdout:
+                out.write(line)
+                out.flush()
+                if line.startswith("serve: ") and not line.startswith((CANNOT_START, JVM_ENDED_LINE)):
+                    log(line.rstrip())
+                if line.strip():
+                    last = line.strip()
+            code = proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            jvm_log = state / "logs" / "spark.log"
+            if jvm_log.is_file():  # the JVM's own log: the why of a crash, kept past the state folder
+                out.write(jvm_log.read_text(encoding="utf-8", errors="replace")[-200_000:])
+            shutil.rmtree(state, ignore_errors=True)
+    return code, last

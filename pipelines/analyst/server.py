@@ -12,6 +12,10 @@ changes), runs as a user the lake's folders shut out, starts from an environment
 in it, and is never given the pseudonym key. The one secret it needs, the TLS keystore's password,
 is a JVM system property only while the server opens its TLS socket: afterwards no SQL setting,
 JVM system property, environment variable or command-line argument holds it.
+
+Why analysts cannot harm each other (pipelines/analyst/guard.py): every statement of an analyst's
+session passes a read-only check inside the server, and its time, result size, threads and task
+slots are bounded. The views are the server's own: re-made when they differ from the catalogue.
 """
 
 from __future__ import annotations
@@ -21,13 +25,22 @@ import os
 import signal
 import sys
 import threading
+import time
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipelines import storage
-from pipelines.analyst.publish import catalog_text
+from pipelines.analyst.guard import EXTENSION_CLASS
+from pipelines.analyst.publish import CATALOG_FILE, catalog_text
 from pipelines.sql import sql_string
 
+# the exit code and line of a server that will not start: its launcher reports the line and stops
+REFUSED = 2
+CANNOT_START = "serve: cannot start: "
+# the exit code and line of a server whose JVM died under it (its launcher tells how, and starts it again)
+JVM_ENDED = 3
+JVM_ENDED_LINE = "serve: jvm ended: "
 RESYNC_SECONDS = 30  # how often the catalog is looked at for tables added, removed or changed
 # what the metastore's column comment holds (Hive's COLUMNS_V2.COMMENT): a longer one fails the view's
 # CREATE after ten retries two seconds apart (20 s per view, at every start and re-sync), and Spark then
@@ -38,6 +51,29 @@ COLUMN_COMMENT_MAX = 256
 def column_comment(text: str) -> str:
     """``text`` as a view column's comment: cut to what the metastore holds, an ellipsis marking the cut."""
     return text if len(text) <= COLUMN_COMMENT_MAX else text[: COLUMN_COMMENT_MAX - 1] + "\u2026"
+
+
+class Unreachable(Exception):
+    """The analyst tables cannot be opened by this process's user: the message names the folder."""
+
+
+def reachable_check(analyst_dir: str) -> None:
+    """Raise ``Unreachable`` naming the first folder above (or at) the analyst tables this user cannot
+    cross, or the catalogue it cannot read."""
+    target = os.path.join(analyst_dir, CATALOG_FILE)
+    path = os.path.abspath(analyst_dir)
+    chain = [path, *[str(p) for p in Path(path).parents]][::-1]
+    for folder in chain:
+        if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+            raise Unreachable(
+                f"the analysts' server runs as uid {os.getuid()}, who cannot cross {folder}: let other users "
+                f"cross it (chmod o+x {folder}) or set analyst.dir outside it"
+            )
+    if not os.access(target, os.R_OK):
+        raise Unreachable(
+            f"the analysts' server runs as uid {os.getuid()}, who cannot read {target}: run `auditlake refresh` "
+            "(it writes the analyst tables readable by others)"
+        )
 
 
 def unreadable_check(private: list[str]) -> str | None:
@@ -54,7 +90,7 @@ def session(spec: dict) -> SparkSession:
     conf = {
         "spark.jars": ",".join(jars),
         "spark.driver.extraClassPath": ":".join(jars),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.extensions": f"io.delta.sql.DeltaSparkSessionExtension,{EXTENSION_CLASS}",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": f"{state}/warehouse",
@@ -72,21 +108,44 @@ def session(spec: dict) -> SparkSession:
         "spark.hadoop.hive.server2.thrift.bind.host": spec["host"],
         "spark.hadoop.hive.server2.thrift.port": str(spec["port"]),
         **spec["server_conf"],
+        **spec["bounds_conf"],
     }
-    builder = SparkSession.builder.appName("auditlake-analysts").master("local[2]")
+    builder = SparkSession.builder.appName("auditlake-analysts").master(f"local[{spec['task_slots']}]")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    # this session makes the views: the one the read-only check lets write (every analyst's is another)
+    spark._jvm.auditlake.serve.ReadOnlyExtension.trust(spark._jsparkSession)
     return spark
 
 
-def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
+def view_query(fields: list[str], path: str) -> str:
+    """What a view runs: the analyst table's columns, as the metastore keeps the view's text."""
+    return f"SELECT {', '.join(f'`{f}`' for f in fields)} FROM delta.`{path}`"
+
+
+def views_differ(spark: SparkSession, schema: str, expected: dict[str, str]) -> str | None:
+    """How the schema's views differ from what ``sync_views`` made (a view missing, added or changed),
+    or None. Analysts cannot change them (the read-only check); this catches whatever else might."""
+    present = {row["viewName"] for row in spark.sql(f"SHOW VIEWS IN `{schema}`").collect()}
+    if present != set(expected):
+        return f"views {', '.join(sorted(present ^ set(expected)))} missing or unknown"
+    for name, query in sorted(expected.items()):
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED `{schema}`.`{name}`").collect()
+        if next((r["data_type"] for r in rows if r["col_name"] == "View Text"), None) != query:
+            return f"view {name} changed"
+    return None
+
+
+def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> dict[str, str]:
     """One view per analyst table in the catalog's schema (columns and comments listed by
-    GetColumns, which lists none for a Delta table); views of tables gone are dropped. -> views."""
+    GetColumns, which lists none for a Delta table); views of tables gone are dropped. -> each
+    view's query, as the metastore keeps it."""
     schema = catalog["schema"]
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
     marts = catalog["marts"]
+    made = {}
     for name, entry in sorted(marts.items()):
         path = storage.join(tables_dir, name)
         fields = spark.read.format("delta").load(path).schema.fieldNames()
@@ -95,15 +154,12 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> int:
             f"`{f}`" + (f" COMMENT {sql_string(column_comment(docs[f]))}" if docs.get(f) else "") for f in fields
         )
         comment = f"\nCOMMENT {sql_string(entry['description'])}" if entry.get("description") else ""
-        selected = ", ".join(f"`{f}`" for f in fields)
-        spark.sql(
-            f"CREATE OR REPLACE VIEW `{schema}`.`{name}` (\n  {columns}\n){comment}\n"
-            f"AS SELECT {selected} FROM delta.`{path}`"
-        )
+        made[name] = view_query(fields, path)
+        spark.sql(f"CREATE OR REPLACE VIEW `{schema}`.`{name}` (\n  {columns}\n){comment}\nAS {made[name]}")
     for row in spark.sql(f"SHOW VIEWS IN `{schema}`").collect():
         if row["viewName"] not in marts:
             spark.sql(f"DROP VIEW IF EXISTS `{schema}`.`{row['viewName']}`")
-    return len(marts)
+    return made
 
 
 def main() -> int:
@@ -111,11 +167,16 @@ def main() -> int:
     readable = unreadable_check(spec["private"])
     if readable:
         print(
-            f"serve: refused: the analysts' server runs as uid {os.getuid()}, who can read {readable}: run it "
+            f"{CANNOT_START}the analysts' server runs as uid {os.getuid()}, who can read {readable}: run it "
             "as a user the lake's folders shut out (serve.analyst_os_user; docs/operations.md)",
             file=sys.stderr,
         )
-        return 2
+        return REFUSED
+    try:
+        reachable_check(spec["analyst_dir"])
+    except Unreachable as exc:
+        print(f"{CANNOT_START}{exc}", file=sys.stderr)
+        return REFUSED
     from pipelines.serve import keystore_password, start_thrift_server
 
     spark = session(spec)
@@ -124,20 +185,36 @@ def main() -> int:
         text = catalog_text(spark, spec["analyst_dir"])
         views = sync_views(spark, tables_dir, json.loads(text))
         server = start_thrift_server(spark, spec["host"], spec["port"], spec["ldap"])
+    schema = json.loads(text)["schema"]
     print(
-        f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({views} tables in "
-        f"{json.loads(text)['schema']}, masked)",
+        f"serve: analysts' server listening on {spec['host']}:{spec['port']} ({len(views)} tables in "
+        f"{schema}, masked, read-only)",
         flush=True,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(RESYNC_SECONDS):
+    jvm = spark.sparkContext._gateway.proc  # the JVM pyspark started: watched, so a death is told at once
+    next_sync = time.monotonic() + RESYNC_SECONDS
+    while not stop.wait(1):
+        if jvm.poll() is not None:
+            print(f"{JVM_ENDED_LINE}{jvm.returncode}", flush=True)
+            return JVM_ENDED
+        if spark.sparkContext._jsc.sc().isStopped():  # an error no statement caught (a service thread's)
+            print(f"{JVM_ENDED_LINE}stopped", flush=True)
+            return JVM_ENDED
+        if time.monotonic() < next_sync:
+            continue
+        next_sync = time.monotonic() + RESYNC_SECONDS
         latest = catalog_text(spark, spec["analyst_dir"])
         if latest and latest != text:
             text = latest
+            schema = json.loads(text)["schema"]
             views = sync_views(spark, tables_dir, json.loads(text))
-            print(f"serve: {views} analyst tables after a refresh", flush=True)
+            print(f"serve: {len(views)} analyst tables after a refresh", flush=True)
+        elif (drift := views_differ(spark, schema, views)) is not None:
+            views = sync_views(spark, tables_dir, json.loads(text))
+            print(f"serve: the analysts' views differed from the catalogue ({drift}): made again", flush=True)
     server.stop()
     spark.stop()
     return 0

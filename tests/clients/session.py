@@ -5,13 +5,14 @@ calls an ODBC driver makes (GetTables, then GetColumns per table). Reads a JSON 
     {"host", "port", "user", "password", "ca_cert" (PEM path or null), "statements": [...],
      "columns_of": schema or null}
 
-and prints {"results": [{"statement", "ok", "rows" | "error"}], "columns": {table: [[name, type,
-remarks]]}} as JSON. A statement that fails is recorded and the session goes on (a new connection
+and prints {"results": [{"statement", "ok", "rows" | "error", "seconds"}], "columns": {table: [[name,
+type, remarks]]}} as JSON. A statement that fails is recorded and the session goes on (a new connection
 when the old one broke). A refused sign-in exits 1 with the client's error on stderr.
 """
 
 import json
 import sys
+import time
 
 from impala.dbapi import connect
 
@@ -39,15 +40,17 @@ except Exception as exc:  # the test reads what the client said
     raise SystemExit(1) from None
 results = []
 for statement in job.get("statements") or []:
+    started = time.monotonic()
     try:
         cursor.execute(statement)
         try:
             rows = [list(row) for row in cursor.fetchall()] if cursor.description else []
         except IndexError:  # impyla on an empty result that declares a column (ADD JAR, CREATE FUNCTION)
             rows = []
-        results.append({"statement": statement, "ok": True, "rows": rows})
+        results.append({"statement": statement, "ok": True, "rows": rows, "seconds": time.monotonic() - started})
     except Exception as exc:
-        results.append({"statement": statement, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        error = f"{type(exc).__name__}: {exc}"
+        results.append({"statement": statement, "ok": False, "error": error, "seconds": time.monotonic() - started})
         try:
             cursor.close()
         except Exception:
