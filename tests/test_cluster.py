@@ -35,8 +35,11 @@ def cluster_environ(lake_dir, gold_lake):
         # URIs, not paths: Spark and the lakehouse go through Hadoop's FileSystem, as for s3a://
         AUDITLAKE__PATHS__WAREHOUSE_DIR=(root / "warehouse").as_uri(),
         AUDITLAKE__PATHS__CHECKPOINT_DIR=(root / "checkpoints").as_uri(),
-        # the files the local lake was refreshed from (both deliveries)
+        # the files the local lake was refreshed from (both deliveries), and its Write-Back export (the
+        # one naming a person of its events, not the default source)
         AUDITLAKE__PATHS__LANDING_DIR=gold_lake[0].path("paths.landing_dir").as_uri(),
+        AUDITLAKE__WRITEBACK__SOURCE="file",
+        AUDITLAKE__WRITEBACK__FILE__PATH=str(gold_lake[0].path("writeback.file.path")),
     )
     environ.pop("AUDITLAKE_ENV", None)
     cluster = Standalone.from_config(load_config("cluster", environ=environ))
