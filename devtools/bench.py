@@ -687,7 +687,15 @@ BENCH_DELIVERY = {"refresh": 400, "history": 10_000}
 
 
 def run_bench(
-    cfg: Config, layer: str, events: int, out_doc: Path, batches: int = 10, log=print, delivery: int | None = None
+    cfg: Config,
+    layer: str,
+    events: int,
+    out_doc: Path,
+    batches: int = 10,
+    log=print,
+    delivery: int | None = None,
+    sessions: int = 8,
+    seconds: int = 60,
 ):
     delivery = delivery or BENCH_DELIVERY.get(layer)
     if layer == "refresh":
@@ -711,6 +719,11 @@ def run_bench(
     elif layer == "export":
         figures = bench_export(cfg, events, log)
         write_section(out_doc, "export", render_export(figures, cfg))
+    elif layer == "serve":
+        from devtools.bench_serve import bench_serve, render_serve
+
+        figures = bench_serve(cfg, sessions, seconds, log)
+        write_section(out_doc, "serve", render_serve(figures))
     else:
         raise ValueError(f"no benchmark for layer {layer!r}")
     log(f"bench: figures written to {out_doc}")

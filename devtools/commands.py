@@ -144,6 +144,8 @@ def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
         batches=args.batches,
         log=log,
         delivery=args.delivery,
+        sessions=args.sessions,
+        seconds=args.seconds,
     )
     return 0
 
@@ -218,13 +220,14 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
     p.add_argument(
         "--layer",
-        choices=["ingest", "all", "export", "refresh", "history"],
+        choices=["ingest", "all", "export", "refresh", "history", "serve"],
         default="ingest",
         help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
         "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
         "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
         "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
-        "history: a delivery's gold on 0.5M events of history and on --events (silver seeded)",
+        "history: a delivery's gold on 0.5M events of history and on --events (silver seeded); "
+        "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session",
     )
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
@@ -234,6 +237,8 @@ def register(sub) -> None:
         help="--layer refresh / history: the new events of the delivery measured (the next day's; "
         "default: BENCH_DELIVERY in devtools/bench.py)",
     )
+    p.add_argument("--sessions", type=positive_int, default=8, help="--layer serve: ordinary analysts' sessions")
+    p.add_argument("--seconds", type=positive_int, default=60, help="--layer serve: how long each phase runs")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench, needs_pseudonym_key=True)  # its refreshes make the analysts' copies
 

@@ -48,6 +48,7 @@ def run_session(
     ca_cert: Path | None,
     statements: list[str],
     columns_of: str | None = None,
+    configuration: dict[str, str] | None = None,
 ) -> dict:
     assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
     job = {
@@ -58,6 +59,7 @@ def run_session(
         "ca_cert": str(ca_cert) if ca_cert else None,
         "statements": statements,
         "columns_of": columns_of,
+        "configuration": configuration,
     }
     proc = subprocess.run(
         [str(CLIENT_PYTHON), str(SESSION)], input=json.dumps(job), capture_output=True, text=True, timeout=900
@@ -247,6 +249,20 @@ def test_an_analyst_can_change_nothing_every_other_analyst_reads(spark, gold_lak
     assert sorted(r[1] for r in other[0]["rows"]) == marts
     assert other[1]["rows"] == [[spark.table(tables(cfg).gold("fct_logins")).count()]]
     assert not Path("/tmp/auditlake-forged").exists()
+    # a limit set when the session opens (no statement) is put back, and the first statement refused
+    loosened = run_session(
+        port,
+        ANALYST,
+        PASSWORD,
+        ca_cert,
+        ["SELECT 1", "SET spark.sql.thriftServer.queryTimeout"],
+        configuration={"set:hiveconf:spark.sql.thriftServer.queryTimeout": "0"},
+    )["results"]
+    assert loosened[0]["error"].split("Error running query: ", 1)[1].splitlines()[0] == (
+        "refused: the analysts' server is read-only: the setting spark.sql.thriftServer.queryTimeout is the "
+        f"server's ({QUERY_TIMEOUT}); it is back: run the statement again"
+    )
+    assert loosened[1]["rows"] == [["spark.sql.thriftServer.queryTimeout", str(QUERY_TIMEOUT)]]
 
 
 def test_one_analysts_abusive_statements_cost_only_their_session(spark, gold_lake, analysts):

@@ -351,3 +351,25 @@ def test_the_machines_speed_reading_gives_compute_and_memory_seconds(monkeypatch
     compute, memory = (float(x) for x in re.findall(r"(?:compute|memory) (\d+\.\d+) s", text))
     assert 0 < compute < 5 and 0 < memory < 5 and "cores" in text, text
     assert machine_speed.describe() is machine_speed.describe()  # read once per process
+
+
+def test_the_serve_bench_runs_the_analyst_guides_queries_and_judges_the_target():
+    from devtools.bench_serve import guide_queries, render_serve
+
+    queries = guide_queries()
+    assert len(queries) >= 10
+    assert all("analyst." in q and "gold." not in q for q in queries)
+    figures = {"answers": 100, "per_second": 2.0, "p50": 0.5, "p95": 1.0, "errors": 0, "first_error": ""}
+    fig = {
+        "sessions": 8,
+        "seconds": 60,
+        "queries": len(queries),
+        "timeout": 300,
+        "machine": "a machine",
+        "up": True,
+        "alone": {**figures, "abusive": 0, "abusive_refused": 0},
+        "beside": {**figures, "p95": 2.5, "abusive": 6, "abusive_refused": 6},
+    }
+    assert "is 2.50x their p95 alone (target: at most 2x, no error, the server up): not met." in render_serve(fig)
+    fig["beside"]["p95"] = 1.5
+    assert "is 1.50x their p95 alone (target: at most 2x, no error, the server up): met." in render_serve(fig)

@@ -3,7 +3,7 @@ server running a list of statements, as an analyst would type them, and (optiona
 calls an ODBC driver makes (GetTables, then GetColumns per table). Reads a JSON job on stdin:
 
     {"host", "port", "user", "password", "ca_cert" (PEM path or null), "statements": [...],
-     "columns_of": schema or null}
+     "columns_of": schema or null, "configuration": the session's settings as a client sends them}
 
 and prints {"results": [{"statement", "ok", "rows" | "error", "seconds"}], "columns": {table: [[name,
 type, remarks]]}} as JSON. A statement that fails is recorded and the session goes on (a new connection
@@ -34,7 +34,7 @@ def session():
 
 try:
     conn = session()
-    cursor = conn.cursor()
+    cursor = conn.cursor(configuration=job.get("configuration"))
 except Exception as exc:  # the test reads what the client said
     print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
     raise SystemExit(1) from None
