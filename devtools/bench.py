@@ -695,7 +695,7 @@ def run_bench(
     log=print,
     delivery: int | None = None,
     sessions: int = 8,
-    seconds: int = 60,
+    seconds: int = 120,
 ):
     delivery = delivery or BENCH_DELIVERY.get(layer)
     if layer == "refresh":

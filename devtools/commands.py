@@ -238,7 +238,7 @@ def register(sub) -> None:
         "default: BENCH_DELIVERY in devtools/bench.py)",
     )
     p.add_argument("--sessions", type=positive_int, default=8, help="--layer serve: ordinary analysts' sessions")
-    p.add_argument("--seconds", type=positive_int, default=60, help="--layer serve: how long each phase runs")
+    p.add_argument("--seconds", type=positive_int, default=120, help="--layer serve: how long each phase runs")
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench, needs_pseudonym_key=True)  # its refreshes make the analysts' copies
 

@@ -5,11 +5,13 @@ Reads a JSON job on stdin:
     {"host", "port", "sessions", "seconds", "queries": [...], "abusive": [...]}
 
 ``sessions`` ordinary sessions, each on its own connection, run ``queries`` round and round for
-``seconds``; with ``abusive``, one more session runs those statements over and over meanwhile.
+``seconds``; with ``abusive``, one more session runs those statements over and over meanwhile (the
+statements it finished in that time are reported).
 Prints {"ordinary": [{"seconds", "ok", "error"}], "abusive": [...], "wall": s} as JSON.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -55,10 +57,12 @@ until = started + job["seconds"]
 ordinary: list[dict] = []
 abusive: list[dict] = []
 threads = [threading.Thread(target=_run, args=(job["queries"], until, ordinary)) for _ in range(job["sessions"])]
-if job.get("abusive"):
-    threads.append(threading.Thread(target=_run, args=(job["abusive"], until, abusive)))
 for thread in threads:
     thread.start()
+if job.get("abusive"):  # not waited for: its statement in flight at the end is dropped with its connection
+    threading.Thread(target=_run, args=(job["abusive"], until, abusive), daemon=True).start()
 for thread in threads:
     thread.join()
-print(json.dumps({"ordinary": ordinary, "abusive": abusive, "wall": time.monotonic() - started}))
+print(json.dumps({"ordinary": ordinary, "abusive": list(abusive), "wall": time.monotonic() - started}))
+sys.stdout.flush()
+os._exit(0)  # the abusive session's thread may still wait on the server
