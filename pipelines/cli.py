@@ -293,10 +293,11 @@ def refresh_every(
     force: bool = False,
 ) -> int:
     """A refresh every ``every`` seconds in this one process, ``runs`` times (None: until stopped). The
-    JVM stays warm between runs (docs/performance.md, "Issue 30, eighth step"). A run that fails is said
-    in one line (its trace in the error log), one that finds another refresh running is skipped, and
-    the next one comes on time; a run that overruns its period is followed at once. Exit 1 if any run
-    failed, at once after ``FAILURES_IN_A_ROW`` failures in a row; 130 on Ctrl-C."""
+    JVM stays warm between runs (docs/performance.md, "A refresh with nothing new, and a warm
+    process"). A run that fails is said in one line (its trace in the error log), one that finds
+    another refresh running is skipped, and the next one comes on time; a run that overruns its period
+    is followed at once. Exit 1 if any run failed, at once after ``FAILURES_IN_A_ROW`` failures in a
+    row; 130 on Ctrl-C."""
     try:
         return _refresh_loop(cfg, layers, every, runs, source, full_listing, force)
     except KeyboardInterrupt:  # Ctrl-C: a refresh cut short is finished by the next one (crash safety)

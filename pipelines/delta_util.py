@@ -72,8 +72,8 @@ def latest_commits(spark: SparkSession, table: str, n: int) -> list[str | None]:
 
 def table_version(spark: SparkSession, table: str) -> int:
     """The table's latest version (a name, or ``delta.`<path>```). Read from Delta's log object, brought up
-    to date (one listing of ``_delta_log``): ~30 ms on a warm session, where ``DESCRIBE HISTORY`` plans two
-    queries (~300 ms; a refresh asks for dozens of versions: gold's inputs, each analyst copy). A table
+    to date (one listing of ``_delta_log``), where ``DESCRIBE HISTORY`` plans and runs two queries, far
+    longer (a refresh asks for dozens of versions: gold's inputs, each analyst copy). A table
     that is not Delta, or a Delta release without that method, gets ``DESCRIBE HISTORY`` and its error."""
     version = _log_version(spark, table)
     if version is None:

@@ -1,12 +1,11 @@
 """Import the libraries a refresh needs later while Spark's JVM starts.
 
-A new refresh process imports Great Expectations at its first quality gate (~5 s here) and dbt at
-gold (~3 s), each time with the main thread waiting, while the JVM's start before them left a core
-idle for 10-20 s. A background thread imports them during that start instead
-(docs/performance.md, "Issue 30, thirty-first step"). The main thread's own import of a module
-the thread is still importing waits for it (Python's per-module import lock), so nothing is used
-half-loaded; a module that fails to import here is imported again, and fails with its own error,
-where the refresh needs it.
+A new refresh process imports Great Expectations at its first quality gate and dbt at gold, each
+taking seconds with the main thread waiting, while the JVM's start before them left a core idle. A
+background thread imports them during that start instead (docs/performance.md, "The JVM"). The
+main thread's own import of a module the thread is still importing waits for it (Python's
+per-module import lock), so nothing is used half-loaded; a module that fails to import here is
+imported again, and fails with its own error, where the refresh needs it.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ def load_files(spark: SparkSession, reader: DataFrameReader, paths: list[str]) -
     """``reader.load(paths)`` (its format and options set), each path naming one file (``literal_path``).
 
     The paths cross to the JVM as one string: PySpark's own ``load(list)`` converts a list one element
-    per py4j round trip, 4.5-6.7 s for 30,000 files (issue 30), where this takes 0.1 s. NUL cannot
-    occur in a path, so it separates them."""
+    per py4j round trip, seconds for a landing of many small files, where one string is one call. NUL
+    cannot occur in a path, so it separates them."""
     if not paths:
         raise ValueError("load_files: no paths")
     jvm = spark._jvm

@@ -1,8 +1,9 @@
 """A refresh with nothing new, told before Spark starts.
 
-Most hourly refreshes find nothing new, and starting the JVM to ask each layer costs half a minute
-(docs/performance.md, "Issue 30, fifteenth step"). A refresh of every layer that succeeded and left
-nothing to retry records what it read in ``<data_dir>/refresh_inputs.json``:
+Most hourly refreshes find nothing new, and starting the JVM to ask each layer costs far more than
+looking at the files (docs/performance.md, "A refresh with nothing new, and a warm process"). A
+refresh of every layer that succeeded and left nothing to retry records what it read in
+``<data_dir>/refresh_inputs.json``:
 
 - the landing files (path, size, modification time, readability), one digest per date folder;
 - the Write-Back export file (size and time), when that is the source;

@@ -8,7 +8,7 @@ once, also when killed: the hours of every type are written ``pending`` first (o
 history's commit names the run (Delta ``userMetadata``), and the hours are marked applied (one
 commit); a later run finds a pending run's commit in each type's history or not, marking its hours
 applied or applying them again. The types share their reads of ``ops.snapshot_hours`` and its two
-commits, and one job that finds every type's changes: each commit or job costs about a second whatever
+commits, and one job that finds every type's changes: each commit or job has a fixed price whatever
 its size, and a snapshot delivery brings every type at once. A type whose snapshots changed nothing
 gets no commit."""
 

@@ -141,10 +141,10 @@ _SILVER_JUDGED: ContextVar[bool] = ContextVar("silver_judged", default=False)
 def over_silver(spark: SparkSession, cfg: Config) -> Iterator[None]:
     """Gold's queries over a small silver (fewer rows than ``spark.codegen_min_rows``) with the
     small-input settings: planning and compiling dbt's ~150 queries the adaptive, compiled way costs
-    more than they take on a few thousand rows (dbt's run of the marts on the test suite's lake: 72-80 s
-    compiled, 43-49 s interpreted). A refresh's gold layer (dbt, its gate, compaction, the analysts'
-    copies) and every dbt run of its own (``auditlake gold dbt``) run in one; inside another, the outer
-    one's decision stands and silver is not counted again."""
+    more than they take on a few thousand rows (docs/performance.md, "Small inputs"). A refresh's gold
+    layer (dbt, its gate, compaction, the analysts' copies) and every dbt run of its own (``auditlake
+    gold dbt``) run in one; inside another, the outer one's decision stands and silver is not counted
+    again."""
     if _SILVER_JUDGED.get():
         yield
         return

@@ -42,10 +42,10 @@ IGNORED_IN_TEMPLATE = ("uncommitted", "expectations", "checkpoints", "validation
 _DATASOURCES = {"spark": "auditlake_spark", "pandas": "auditlake_pandas"}
 _RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
 # What a checkpoint asks of each engine. GX's Spark engine fetches an expectation's sample of unexpected
-# values with a query of its own (a filter and a limit: two or three jobs over the whole frame, ~1 s
-# each on a million rows, even when nothing is unexpected), so a large frame is checked for its counts
-# only, and checked again for the samples only when some value was unexpected (rare). A limit of 0
-# costs no job: Spark plans it as an empty relation.
+# values with a query of its own (a filter and a limit: two or three jobs over the whole frame, even
+# when nothing is unexpected), so a large frame is checked for its counts only, and checked again for
+# the samples only when some value was unexpected (rare). A limit of 0 costs no job: Spark plans it as
+# an empty relation.
 _RESULT_FORMATS = {"pandas": _RESULT_FORMAT, "spark": {**_RESULT_FORMAT, "partial_unexpected_count": 0}}
 # Each stored checkpoint's digest (what it was made from), in the context's uncommitted folder
 SUITE_DIGESTS = "auditlake-suite-digests.json"
@@ -174,7 +174,8 @@ class QualityGate:
     def _checkpoint(self, name: str, spec: SuiteSpec, engine: str) -> gx.Checkpoint:
         """The stored checkpoint when its suite and engine are what the last refresh stored (the
         digests file in the context), else the suite, its validation definition and the checkpoint
-        stored anew: writing them costs ~0.1-0.3 s each a batch, every hourly refresh."""
+        stored anew: writing them is GX's JSON files and its objects built again, for every batch of
+        every hourly refresh."""
         import great_expectations as gx
         from great_expectations.exceptions import DataContextError
 
@@ -240,9 +241,9 @@ class QualityGate:
         if isinstance(frame, pd.DataFrame):
             return self._validate(name, spec, frame, "pandas", frame[[c for c in frame.columns if c in wanted]], run_id)
         narrow = frame.select(*[c for c in frame.columns if c in wanted])
-        # GX's Spark engine runs a job or two per expectation: ~1.5 s per suite on a warm session
-        # even for a handful of rows. A frame that fits in quality.pandas_max_rows is fetched once
-        # (Arrow) and checked by GX's pandas engine in this process instead.
+        # GX's Spark engine runs a job or two per expectation, a fixed price per suite even for a
+        # handful of rows. A frame that fits in quality.pandas_max_rows is fetched once (Arrow) and
+        # checked by GX's pandas engine in this process instead.
         if self.pandas_max_rows > 0 and (rows is None or self.fetches_whole(rows)):
             small = narrow.limit(self.pandas_max_rows + 1).toPandas()
             if self.fetches_whole(len(small)):
@@ -250,8 +251,8 @@ class QualityGate:
         # The Spark engine scans the frame once per metric. Materialised as a local checkpoint (rows kept
         # on the executors, memory then disk), GX's dozen queries plan over a leaf, not over the batch's
         # typing, which a cached frame's plan still holds and Spark matches against its cache at every
-        # query: on a batch of a million rows, 0.47 s of planning per query before, 0.04 s after. The
-        # frame is the suite's few columns only.
+        # query (docs/performance.md, "Silver's typing and gate"). The frame is the suite's few columns
+        # only.
         return self._validate(name, spec, frame, "spark", narrow.localCheckpoint(), run_id)
 
     def _validate(
@@ -323,9 +324,9 @@ class QualityGate:
     def build_data_docs(self, only_new: bool = False) -> Path:
         """The Data Docs site, after each suite's validation results past its newest
         ``quality.data_docs_runs`` are removed. GX renders a page per stored result and reads every
-        one for the index: kept forever, an hourly refresh's site would take longer every run (1.9 s
-        at 54 results, 11.3 s at 540 here). ``only_new``: the pages of this gate's results and of
-        their suites, and the index; the other pages are there already."""
+        one for the index: kept forever, an hourly refresh's site would take longer every run.
+        ``only_new``: the pages of this gate's results and of their suites, and the index; the other
+        pages are there already."""
         from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
         self._prune(int(self.cfg.settings.quality.data_docs_runs))

@@ -151,7 +151,7 @@ def plan_files(
 
 def _ledger_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
     """Ledger rows as a Spark frame through Arrow (pandas): a list of tuples is converted one row at a time
-    in Python, 1.0 s for 30,000 files here against 0.2 s (issue 30). The rows' times are aware (UTC): a
+    in Python, slow for a landing of many small files. The rows' times are aware (UTC): a
     naive one would be read in the process's local zone without Arrow and in the session's with it."""
     import pandas as pd
 

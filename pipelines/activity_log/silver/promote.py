@@ -198,9 +198,9 @@ def promote_batch(
 
     describe_jobs(spark, f"silver: {family}: typing (into the cache)")
 
-    # Parse and type the batch once and keep it in the columnar cache, not compressed: on the 1M set's
-    # site batch, compressing cost 15% of the typing (83-93 s against 66-81 s) to save 18% of the
-    # memory (446 against 541 MB). An operator's own setting in spark.extra_conf wins.
+    # Parse and type the batch once and keep it in the columnar cache, not compressed: on a large batch
+    # compressing cost more of the typing than the memory it saved was worth (docs/performance.md,
+    # "Silver's typing and gate"). An operator's own setting in spark.extra_conf wins.
     with session_conf(spark, not_given(cfg, _STAGED_CACHE)):
         staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
         events = events_of(staged)
@@ -225,7 +225,7 @@ def promote_batch(
     result.inserted = counts.get(NEW, 0) + counts.get(REPLAYED, 0)
     result.duplicates = counts.get(SAME_BATCH, 0) + counts.get(ALREADY_IN_SILVER, 0)
     # The joins with the decisions only where some event is not new: each join is planned over the
-    # batch's typing (~0.3 s of the driver's time), and an hourly delivery is usually all new.
+    # batch's typing (the driver's time, whatever the rows), and an hourly delivery is usually all new.
     not_new = F.broadcast(decisions.where(F.col("decision") != NEW))
     if set(counts) <= {NEW}:
         new_events = events
@@ -249,7 +249,7 @@ def promote_batch(
         if gate.fetches_whole(result.bronze_rows):
             # The gate fetches these few columns whole anyway. Materialised first, the ledger's joins plan
             # over them rather than over the batch's typing, whose plan each join matches against the
-            # cache: 1.5-2 s of the driver's time a batch (issue 30).
+            # cache, seconds of the driver's time a batch.
             bronze_rows = bronze_rows.localCheckpoint()
         rows_frame = bronze_rows_frame(spark, bronze_rows, t.file_ledger)
         gate.validate("bronze_to_silver", bronze_rows_suite(cfg), rows_frame, run_id, rows=result.bronze_rows)
