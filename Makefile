@@ -6,10 +6,10 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-# uv installs the stack: downloads and bytecode in parallel (66 s here, pip 120 s). Bytecode at install,
-# as pip does: with PYTHONDONTWRITEBYTECODE set (these machines set it) Python would compile every module
-# it imports again in every process. uv trusts the system's certificates, as pip is told to here
-# (PIP_CERT); should it fail, pip installs the same.
+# uv installs the stack: downloads and bytecode in parallel, where pip does one at a time. Bytecode
+# at install, as pip does: with PYTHONDONTWRITEBYTECODE set (these machines set it) Python would compile
+# every module it imports again in every process. uv trusts the system's certificates, as pip is told
+# to here (PIP_CERT); should it fail, pip installs the same.
 UV_VERSION := 0.13.9
 UV     := $(BIN)/uv
 UV_PIP := UV_SYSTEM_CERTS=1 $(UV) pip install -q --compile-bytecode

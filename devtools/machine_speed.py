@@ -1,9 +1,10 @@
 """How fast this machine runs right now, read in a few seconds with the standard library only.
 
-The machines this project is built and benched on are shared: the same work has taken 2-3x as long
-from one day to the next (docs/performance.md). A duration says little without the machine's speed
-beside it, so CI's log (`.ci/run`, before and after the suite) and every bench section's header carry
-this reading. Two figures, because a shared machine can slow one and not the other:
+The machines this project is built and benched on are shared: the same work has taken far longer
+on one day than on the next (docs/performance.md, "What is measured, and how"). A duration says
+little without the machine's speed beside it, so CI's log (`.ci/run`, before and after the suite)
+and every bench section's header carry this reading. Two figures, because a shared machine can slow
+one and not the other:
 
 - compute: a loop of additions (one core, in its caches);
 - memory: reads at scattered places of a list too large for the caches, as a JVM's object graph and
@@ -19,7 +20,7 @@ import os
 import platform
 import time
 
-STEPS = 3_000_000  # compute: additions (about 0.15-0.25 s)
+STEPS = 3_000_000  # compute: additions (a fraction of a second)
 CELLS = 4_000_000  # memory: a list of this many ints (~150 MB with the ints: past any cache) ...
 READS = 500_000  # ... read at this many scattered places
 REPEATS = 3  # the best of these: the machine's speed, not a neighbour's burst

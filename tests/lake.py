@@ -50,8 +50,8 @@ def delta_versions(spark, names: list[str]) -> dict[str, int]:
 def restore_versions(spark, cfg, versions: dict[str, int]) -> None:
     """Each table changed since ``delta_versions`` gave ``versions`` restored to that version, in one commit:
     a test's rows added to a shared lake, and the models built over them, undone without building those
-    models again. A few at once, each planned as the small table it is (20 of the gold lake's marts:
-    27-31 s instead of 59-64 s one by one with the session's settings)."""
+    models again. A few at once, each planned as the small table it is: restoring is mostly the
+    driver's planning, which one by one with the session's settings leaves the cores idle."""
     from pipelines.delta_util import for_each_table, table_version
     from pipelines.spark_session import small_tables
 
@@ -100,8 +100,8 @@ def row_differences(left, right, ignore: tuple[str, ...] = ()) -> int:
 
 def fingerprints(frames: dict, ignore: dict[str, tuple[str, ...]] | None = None) -> dict[str, tuple]:
     """``fingerprint`` of each named frame (``ignore``: its columns to leave out, by name), in one job
-    over them all, not a job each (the Hyper read-back of ~30 marts: 48 -> 30 s alone). A table's
-    own ``count()`` is cheaper on its own: Delta answers it from the log."""
+    over them all, not a job each (a check over every mart pays one job's fixed price, not thirty). A
+    table's own ``count()`` is cheaper on its own: Delta answers it from the log."""
     from functools import reduce
 
     from pyspark.sql import DataFrame

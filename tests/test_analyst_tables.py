@@ -155,7 +155,7 @@ def _personal_values(spark, cfg) -> DataFrame:
 def test_the_servers_views_list_each_column_with_its_description_as_the_metastore_holds_it(spark, gold_lake):
     """The analysts' server's views (``sync_views``, here on this session's own metastore): each column with
     its description as its comment. A description past what the metastore holds is cut to it, not refused
-    ten times two seconds apart (20 s per view) and the view stored without its columns."""
+    ten times two seconds apart, at every start, and the view stored without its columns."""
     cfg = gold_lake[0]
     catalog = json.loads(storage.read_text(spark, storage.join(cfg.analyst_dir, CATALOG_FILE)))
     too_long = {

@@ -56,8 +56,8 @@
         {{ return(none) }}
     {%- endif -%}
     {#- the one name looked up, not adapter.get_relation: that lists the whole schema (`show table
-        extended`), which for silver's ~250 event views took 27 s; describing a missing table instead
-        would log Spark's error -#}
+        extended`), which with silver's ~250 event views is slow, in each snapshot model of every
+        build; describing a missing table instead would log Spark's error -#}
     {#- the pipeline's target always has silver (a gold build requires it); another target (plain `dbt`,
         sqlfluff's templater on a fresh clone) may not, and `show tables in` a missing schema fails -#}
     {%- if target.name != 'pipeline' and run_query("show databases like '" ~ relation.schema ~ "'").rows | length == 0 -%}
