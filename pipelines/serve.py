@@ -136,17 +136,24 @@ def ldap_truststore(cfg: Config, folder: Path) -> Path | None:
     return store
 
 
+def port_taken(host: str, port: int) -> str | None:
+    """Why the server cannot listen on ``host:port`` (something already does), or None."""
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return None
+    return f"something already listens on {host}:{port}: another `auditlake serve`?"
+
+
 def start_thrift_server(spark: SparkSession, host: str, port: int, ldap: dict[str, str | None], timeout: float = 120):
     """Start HiveThriftServer2 in this session's JVM and wait until it accepts connections;
     returns the server (call ``.stop()``). Host, port, sign-in mode and the keystore's path are part
     of the session's configuration (session-start ``spark.hadoop.*`` settings, which win over runtime
     ones); the LDAP provider's settings ``ldap`` are set here (module docstring); the keystore's
     password comes from ``keystore_password``."""
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        raise RuntimeError(f"something already listens on {host}:{port}: another `auditlake serve`?")
-    except OSError:
-        pass  # free: the server would otherwise fail to bind on its own thread, and we would wait on the other one
+    taken = port_taken(host, port)  # the server would otherwise fail to bind on its own thread, unseen
+    if taken:
+        raise RuntimeError(taken)
     system = spark._jvm.java.lang.System
     for prop, value in ldap.items():
         if value is None:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -345,6 +346,34 @@ def test_serve_fails_in_one_line_on_a_lake_its_user_cannot_reach(tmp_path):
         f"auditlake: environment error: the analysts' server runs as auditlake-analyst, who cannot cross {shut} "
         f"(mode 0700): let other users cross it (chmod o+x {shut}) or keep the lake (analyst.dir) outside it"
     ], proc.stderr
+
+
+def test_serve_fails_in_one_line_when_its_port_is_taken():
+    """Another program on serve.port: one line, before anything starts."""
+    lake = Path(tempfile.mkdtemp(prefix="auditlake-taken-"))
+    listener = socket.create_server((HOST, 0))
+    port = listener.getsockname()[1]
+    try:
+        lake.chmod(0o755)
+        (lake / "data" / "analyst").mkdir(parents=True)
+        (lake / "data" / "analyst" / "catalog.json").write_text('{"schema": "analyst", "marts": {}}')
+        (lake / "data" / "analyst" / "catalog.json").chmod(0o644)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AUDITLAKE__")},
+            "AUDITLAKE_ENV": "test",
+            "AUDITLAKE__PATHS__DATA_DIR": str(lake / "data"),
+            "AUDITLAKE__SERVE__PORT": str(port),
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "serve"], env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        listener.close()
+        shutil.rmtree(lake, ignore_errors=True)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"auditlake: environment error: something already listens on {HOST}:{port}: another `auditlake serve`?"
+    ]
 
 
 def test_the_auditors_server_answers_in_clear(spark, cfg, gold_lake):

@@ -33,7 +33,7 @@ from pipelines.config import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError
 from pipelines.jars import jar_paths
 from pipelines.project import CONF_DIR, IMPORT_ROOT
-from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore
+from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore, port_taken
 from pipelines.spark_session import log_dir, serve_conf
 
 SERVER_LOG = "analysts-server.log"
@@ -188,7 +188,7 @@ def serve_analysts(cfg: Config, log=print) -> int:
         raise InputError(f"no analyst tables in {analyst}: run `auditlake refresh` first (with analyst.enabled)")
     secure_lake(cfg)
     account = analyst_account(cfg)
-    why = unreachable(account, analyst)
+    why = unreachable(account, analyst) or port_taken(cfg.settings.serve.host, cfg.settings.serve.port)
     if why:
         raise LaunchError(why)
     guard_jar(cfg, log=log)  # compiled once, before the first start, not inside the restart loop
