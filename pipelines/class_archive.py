@@ -72,7 +72,7 @@ def record_archive(cfg: Config, log=print) -> Path | None:
             "AUDITLAKE__PATHS__CHECKPOINT_DIR": "",
         }
         proc = subprocess.run(
-            [sys.executable, "-m", "pipelines.class_archive", cfg.env, str(partial)],
+            [sys.executable, "-m", "pipelines.class_archive_workload", cfg.env, str(partial)],
             env=env,
             capture_output=True,
             text=True,
@@ -84,36 +84,3 @@ def record_archive(cfg: Config, log=print) -> Path | None:
         return None
     partial.replace(path)  # whole or not at all: a session never maps a half-written file
     return path
-
-
-def _workload(env: str, partial: str) -> None:
-    """What a refresh's driver loads first: a session on the metastore, Delta writes, reads, a merge,
-    JSON typing and an aggregate; then the JVM writes the archive as it exits."""
-    from pyspark.sql import functions as F
-
-    from pipelines.config import load_config
-    from pipelines.spark_session import build_spark
-
-    cfg = load_config(env, needs_pseudonym_key=False)  # `auditlake setup` starts without the key
-    spark = build_spark(cfg, extra_java_options=f"-XX:ArchiveClassesAtExit={partial}")
-    spark.sql("CREATE SCHEMA IF NOT EXISTS probe")
-    rows = spark.createDataFrame(
-        [(i, f'{{"a": {i}, "t": "2026-01-01T00:00:00Z"}}') for i in range(100)], "id long, line string"
-    )
-    typed = rows.withColumn("j", F.from_json("line", "a long, t timestamp")).select("id", "j.*")
-    typed.write.format("delta").mode("overwrite").saveAsTable("probe.events")
-    spark.sql(
-        "MERGE INTO probe.events t USING (SELECT id, a + 1 AS a, t FROM probe.events) s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET *"
-    )
-    spark.table("probe.events").groupBy("a").agg(F.count("*"), F.max("t")).collect()
-    spark.sql("DESCRIBE HISTORY probe.events").collect()
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    # the JVM writes the archive as it exits: wait for it (it exits when its stdin closes)
-    gateway.proc.stdin.close()
-    gateway.proc.wait(timeout=600)
-
-
-if __name__ == "__main__":
-    _workload(sys.argv[1], sys.argv[2])

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines import alerts
 from pipelines.activity_log import bronze, feed
+from pipelines.activity_log.bronze.land import LandingResult, land_bronze
 from pipelines.activity_log.silver import promote, replay
 from pipelines.analyst.launch import secure_lake
 from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
@@ -49,7 +50,7 @@ def new_run_id() -> str:
 class RefreshReport:
     run_id: str
     layers: list[str]
-    bronze: list[bronze.LandingResult] = field(default_factory=list)
+    bronze: list[LandingResult] = field(default_factory=list)
     silver: list[promote.PromotionResult] = field(default_factory=list)
     snapshots: list[SnapshotPromotion] = field(default_factory=list)  # entity snapshot histories
     replays: list[replay.ReplayResult] = field(default_factory=list)  # quarantined rows the registry now knows
@@ -225,7 +226,7 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
 
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
-    report.bronze = bronze.land_bronze(spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing)
+    report.bronze = land_bronze(spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing)
     for result in report.bronze:
         for problem in result.problems:
             log(problem)

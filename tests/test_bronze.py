@@ -16,6 +16,7 @@ from devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log import bronze
 from pipelines.activity_log.bronze import layout
 from pipelines.activity_log.bronze.decode import check_gzip
+from pipelines.activity_log.bronze.land import land_bronze
 from pipelines.config import load_config
 from pipelines.refresh import new_run_id
 from pipelines.tables import tables
@@ -66,7 +67,7 @@ def clean(spark, lake_dir):
     cfg = variant(lake_dir, "clean")
     landing = cfg.path("paths.landing_dir")
     summary = generate_activity_log(landing, 1500, seed=7, days=2)
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     return cfg, landing, summary, results
 
 
@@ -75,7 +76,7 @@ def dirty(spark, lake_dir):
     cfg = variant(lake_dir, "dirty")
     landing = cfg.path("paths.landing_dir")
     summary = generate_activity_log(landing, 1500, seed=11, days=2, dirty=True)
-    bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     return cfg, landing, summary
 
 
@@ -98,7 +99,7 @@ def test_every_line_lands_once(spark, clean):
 def test_rerun_with_nothing_new_adds_nothing(spark, clean):
     cfg, _, _, _ = clean
     before = {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES}
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     assert [r.rows_landed for r in results] == [0, 0]
     assert {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES} == before
 
@@ -110,7 +111,7 @@ def test_a_new_file_adds_exactly_its_lines(spark, clean):
     shutil.copyfile(source, new_file)
     before = landed(spark, cfg, "site").count()
     run_id = new_run_id()
-    results = bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
+    results = land_bronze(spark, cfg, run_id, log=lambda _m: None)
     site = next(r for r in results if r.family == "site")
     assert site.files_landed == 1 and site.rows_landed == physical_lines(new_file)
     assert landed(spark, cfg, "site").count() == before + physical_lines(new_file)
@@ -288,7 +289,7 @@ def layouts(spark, lake_dir, tmp_path_factory):
             target = landing / (rel if kind == "auditlake" else _tableau_path(rel, kind == "schema_first"))
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-        bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
         out[name] = cfg
     return out
 
@@ -339,7 +340,7 @@ def poisoned(spark, lake_dir):
     snapshot = landing / "pod=p1" / "siteLuid=s1" / "y=2026" / "m=06" / "d=01" / "entityType=users" / "p.parquet"
     snapshot.parent.mkdir(parents=True)
     snapshot.write_bytes(b"PAR1 not read")
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     return cfg, landing, folder, payload, results
 
 
@@ -384,7 +385,7 @@ def test_a_replaced_poison_file_lands_on_the_next_run(spark, poisoned):
     for name in ("part-plain.json.gz", "part-cut.json.gz"):
         (folder / name).write_bytes(gzip.compress(payload))
         os.utime(folder / name, (1_900_000_000, 1_900_000_000))  # a new version: other size and time
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     lines = payload.decode("utf-8").count("\n")
     assert sum(r.rows_landed for r in results) == 2 * lines
     for name in ("part-plain.json.gz", "part-cut.json.gz"):
@@ -397,12 +398,12 @@ def test_a_file_changed_after_landing_is_reported_not_landed_again(spark, poison
     before = landed(spark, cfg, "site").count()
     with open(target, "ab") as fh:
         fh.write(payload.splitlines(keepends=True)[0])
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     assert landed(spark, cfg, "site").count() == before
     site = next(r for r in results if r.family == "site")
     assert site.files_changed == 1 and any(str(target) in p for p in site.problems)
     assert sorted(r["status"] for r in _ledger(spark, cfg, str(target.relative_to(landing)))) == ["changed", "landed"]
-    again = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)  # reported once, then known
+    again = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)  # reported once, then known
     assert next(r for r in again if r.family == "site").files_changed == 0
 
 
@@ -414,7 +415,7 @@ def test_a_tree_with_no_activity_log_file_says_so(spark, lake_dir):
     snapshot.write_bytes(b"PAR1")
     (landing / "notes.md").write_text("hello\n")
     messages = []
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=messages.append)
+    results = land_bronze(spark, cfg, new_run_id(), log=messages.append)
     assert sum(r.rows_landed for r in results) == 0
     said = [m for m in messages if "none of the 2 files" in m]
     assert said and "entity_snapshot" in said[0] and "siteLuid=" in said[0]
@@ -427,14 +428,14 @@ def test_files_of_a_run_killed_before_its_ledger_commit_are_not_landed_again(spa
     cfg = variant(lake_dir, "unledgered")
     generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=29, days=1)
     run_id = new_run_id()
-    bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
+    land_bronze(spark, cfg, run_id, log=lambda _m: None)
     ledger_table = tables(cfg).file_ledger
     files = spark.table(ledger_table).count()
     before = {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES}
     # what a kill between bronze's commits and the ledger's commit leaves behind
     spark.sql(f"DELETE FROM {ledger_table} WHERE run_id = '{run_id}'")
     storage.write_text(spark, _state_path(cfg), f'{{"in_progress": "{run_id}"}}')
-    results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+    results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
     assert sum(r.rows_landed for r in results) == 0
     assert {f: landed(spark, cfg, f).count() for f in bronze.FAMILIES} == before
     recovered = spark.table(ledger_table).where(F.col("run_id") == run_id)
@@ -458,7 +459,7 @@ def test_odd_file_names_land_once_on_a_machine_outside_utc(spark, lake_dir, monk
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     time.tzset()
     try:
-        results = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        results = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
         assert sum(r.rows_landed for r in results) == lines_under(landing)
         got = {
             r["source_file"]
@@ -466,7 +467,7 @@ def test_odd_file_names_land_once_on_a_machine_outside_utc(spark, lake_dir, monk
             for r in landed(spark, cfg, fam).select("source_file").distinct().collect()
         }
         assert got == files
-        again = bronze.land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
+        again = land_bronze(spark, cfg, new_run_id(), log=lambda _m: None)
         assert [(r.rows_landed, r.files_changed) for r in again] == [(0, 0), (0, 0)]
     finally:
         monkeypatch.undo()  # the zone this process had, in the environment and in the time module

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines.activity_log import bronze
+from pipelines.activity_log.bronze.land import land_bronze
 from pipelines.config import load_config
 from pipelines.entity_snapshots.silver import APPLIED, COMMIT_MARK, LATE, PENDING, promote_snapshots
 from pipelines.reconcile import reconcile_files, reconcile_snapshots
@@ -93,7 +93,7 @@ def snapshot_lake(spark, lake_dir):
 
 def _run(spark, cfg):
     run_id = new_run_id()
-    bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
+    land_bronze(spark, cfg, run_id, log=lambda _m: None)
     return promote_snapshots(spark, cfg, run_id, log=lambda _m: None)
 
 
@@ -206,7 +206,7 @@ def test_an_interrupted_apply_is_finished_once(spark, snapshot_lake):
     assert spark.table(t.snapshot_hours).where(F.col("status") == PENDING).count() == 0
     write_snapshot(landing, _hour(4), "users", [user(U1, "Creator")])
     run_id = new_run_id()
-    bronze.land_bronze(spark, cfg, run_id, log=lambda _m: None)
+    land_bronze(spark, cfg, run_id, log=lambda _m: None)
     spark.createDataFrame(
         [("users", SITE, _hour(4), 1, PENDING, "killed-run", datetime.now(), datetime.now())],
         spark.table(t.snapshot_hours).schema,

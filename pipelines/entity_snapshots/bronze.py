@@ -10,14 +10,14 @@ from pipelines import storage
 from pipelines.activity_log.bronze import ledger
 from pipelines.activity_log.bronze.decode import LANDED, check_parquet
 from pipelines.activity_log.bronze.listing import ListedFile
+from pipelines.activity_log.bronze.rows import lineage_path
+from pipelines.activity_log.bronze.verdicts import file_verdicts
 from pipelines.entity_snapshots import LINEAGE
 from pipelines.tables import Tables
 
 
 def _read(spark: SparkSession, files: list[ListedFile], run_id: str) -> DataFrame:
     """The files' rows, every column they carry (the union over the files), plus the lineage."""
-    from pipelines.activity_log.bronze.land import _lineage_path
-
     reader = spark.read.format("parquet").option("mergeSchema", "true")
     frame = storage.load_files(spark, reader, [f.path for f in files])
     frame = frame.select(
@@ -26,7 +26,7 @@ def _read(spark: SparkSession, files: list[ListedFile], run_id: str) -> DataFram
         F.col("_metadata.file_size").alias("_size"),
         F.col("_metadata.file_modification_time").alias("_mtime"),
     )
-    path = _lineage_path(F.col("_path"))
+    path = lineage_path(F.col("_path"))
     part = lambda key: F.regexp_extract(path, rf"/{key}=([^/]+)/", 1)  # noqa: E731
     hour = F.make_timestamp_ntz(
         part("y").cast("int"), part("m").cast("int"), part("d").cast("int"), part("h").cast("int"), F.lit(0), F.lit(0)
@@ -48,8 +48,6 @@ def land_snapshots(
 ) -> list[ledger.LedgerEntry]:
     """Judge each file (a damaged one is quarantined, the rest land), append one commit per entity
     type; -> the ledger entries of every file."""
-    from pipelines.activity_log.bronze.land import file_verdicts
-
     verdicts = file_verdicts(spark, files, check_parquet)
     entries = [
         ledger.LedgerEntry(f.path, f.info, f.size, f.mtime_ms, *verdicts[f.path])

@@ -4,12 +4,13 @@
 - ``listing``: walking the landing root (recent date folders only on ordinary runs);
 - ``ledger``: the file ledger, every file's verdict (landed, quarantined, skipped, changed);
 - ``decode``: file bytes -> lines, with a verdict per file (gzip checked file by file);
+- ``verdicts``: those checks run over a delivery's files, on the driver or in a Spark job;
 - ``rows``: lines -> bronze rows (routing fields, hash, lineage);
-- ``land``: one run of all of it.
+- ``land``: one run of all of it, imported from ``land`` itself, not from here: the run lands the
+  entity snapshots too, whose bronze imports the modules above.
 """
 
-from pipelines.activity_log.bronze.land import LandingResult, ensure_bronze_tables, land_bronze
 from pipelines.activity_log.bronze.layout import FAMILIES
 from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, to_bronze_rows
 
-__all__ = ["BRONZE_COLUMNS", "FAMILIES", "LandingResult", "ensure_bronze_tables", "land_bronze", "to_bronze_rows"]
+__all__ = ["BRONZE_COLUMNS", "FAMILIES", "to_bronze_rows"]

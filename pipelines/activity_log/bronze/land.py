@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import storage
 from pipelines.activity_log.bronze import ledger
-from pipelines.activity_log.bronze.decode import CHECK_SCHEMA, EMPTY_FILE, LANDED, check_batches, check_gzip
+from pipelines.activity_log.bronze.decode import EMPTY_FILE, LANDED, check_gzip
 from pipelines.activity_log.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
 from pipelines.activity_log.bronze.listing import ListedFile, list_landing
-from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, to_bronze_rows
+from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, lineage_path, to_bronze_rows
+from pipelines.activity_log.bronze.verdicts import file_verdicts
 from pipelines.config import Config
 from pipelines.delta_util import create_table_if_missing
 from pipelines.entity_snapshots.bronze import land_snapshots
@@ -99,18 +99,12 @@ def listing_window_start(spark: SparkSession, cfg: Config) -> date | None:
     return None if newest is None else _window_start(cfg, newest)
 
 
-def _lineage_path(col: Column) -> Column:
-    # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
-    # form the listing gives. '+' is protected first because url_decode reads it as a space.
-    return F.regexp_replace(F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B"))), r"^file:(//)?", "")
-
-
 def _read_lines(spark: SparkSession, files: list[ListedFile]) -> DataFrame:
     """Every line of ``files`` (gzip by name), with the file's lineage: Spark's own text source."""
     reader = spark.read.format("text").option("ignoreMissingFiles", "true")
     return storage.load_files(spark, reader, [f.path for f in files]).select(
         "value",
-        _lineage_path(F.col("_metadata.file_path")).alias("source_file"),
+        lineage_path(F.col("_metadata.file_path")).alias("source_file"),
         F.col("_metadata.file_size").alias("source_file_size"),
         F.col("_metadata.file_modification_time").alias("source_file_mtime"),
     )
@@ -121,35 +115,6 @@ def gzip_verdicts(
 ) -> dict[str, tuple[str, str | None, str | None]]:
     """path -> (verdict, reason, detail) of every ``.gz`` file among ``files`` that could be opened."""
     return file_verdicts(spark, [f for f in files if named_gzip(f.path)], check_gzip, on_driver)
-
-
-def file_verdicts(
-    spark: SparkSession, files: list[ListedFile], check, on_driver: bool | None = None
-) -> dict[str, tuple[str, str | None, str | None]]:
-    """path -> ``check(bytes)`` of every one of ``files`` that could be opened: local files on the
-    driver (``on_driver`` None: when no path is a URI), else in a Spark job."""
-    if not files:
-        return {}
-    if on_driver if on_driver is not None else not any(storage.is_uri(f.path) for f in files):
-        # Local files: read and check them here, two at a time (zlib releases the GIL); no job.
-        def judge(f: ListedFile) -> tuple[str, tuple]:
-            try:
-                with open(f.path, "rb") as fh:
-                    return f.path, check(fh.read())
-            except FileNotFoundError:
-                return f.path, ("missing", None, None)
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return {path: v for path, v in pool.map(judge, files) if v[0] != "missing"}
-    checked = (
-        storage.load_files(
-            spark, spark.read.format("binaryFile").option("ignoreMissingFiles", "true"), [f.path for f in files]
-        )
-        .mapInArrow(lambda batches: check_batches(batches, check), CHECK_SCHEMA)
-        # binaryFile names a file as Hadoop prints its path (not URL-encoded): only the scheme goes
-        .select(F.regexp_replace("path", r"^file:(//)?", "").alias("path"), "file_status", "file_reason", "file_detail")
-    )
-    return {r["path"]: (r["file_status"], r["file_reason"], r["file_detail"]) for r in checked.collect()}
 
 
 def _write(frame: DataFrame, table: str, run_id: str) -> None:

@@ -41,6 +41,13 @@ BRONZE_SCHEMA = (
 )
 
 
+def lineage_path(file_path: Column) -> Column:
+    """A file's path as bronze records it (``source_file``), from Spark's ``_metadata.file_path``."""
+    # _metadata.file_path is a URI (spaces as %20, a literal '+' left as is): keep the readable
+    # form the listing gives. '+' is protected first because url_decode reads it as a space.
+    return F.regexp_replace(F.url_decode(F.replace(file_path, F.lit("+"), F.lit("%2B"))), r"^file:(//)?", "")
+
+
 def strip_bom(line: Column) -> Column:
     """A UTF-8 BOM that sticks to a line: parse without it (the raw text keeps it)."""
     return F.when(line.startswith(BOM), F.substring(line, 2, 1 << 30)).otherwise(line)
