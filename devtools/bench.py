@@ -11,16 +11,14 @@ replaces the previous figures of that benchmark only.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
 import shutil
-import time
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from devtools import machine_speed
+from devtools.bench_datasets import DATASET_SEED, HOUR_FOLDER, drop_increments, generated_dataset, increment_days
 from devtools.bench_delivery_floor import (
     StepClock,
     commits_between,
@@ -30,74 +28,12 @@ from devtools.bench_delivery_floor import (
     spark_jobs,
     unit_costs,
 )
-from devtools.sample import BUNDLED_EXPORT
+from devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
+from devtools.bench_history import bench_history, render_history
+from devtools.bench_refresh import bench_refresh, render_refresh
+from devtools.bench_serve import bench_serve, render_serve
 from devtools.variant import variant_environ
 from pipelines.config import Config, load_config
-from pipelines.tables import tables
-
-
-def _bench_cfg(cfg: Config, root: Path) -> Config:
-    """Same settings, but a lakehouse of its own (never the real one's tables or checkpoints), with the
-    bundled Write-Back export, as the demo lands it."""
-    environ = variant_environ(root / "lake", "bench")
-    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
-    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(BUNDLED_EXPORT)
-    return load_config(cfg.env, environ=environ)
-
-
-def _fresh_lake(spark, bcfg: Config) -> None:
-    shutil.rmtree(bcfg.data_dir, ignore_errors=True)
-    for schema in tables(bcfg).table_schemas:
-        spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
-
-
-DATASET_SEED = 1  # the generated data sets' world (a delivery with it has the same sites and users)
-
-
-def _dataset(cfg: Config, events: int, log) -> tuple[Path, dict]:
-    from devtools.sample.activity_log import generate_activity_log
-
-    root = cfg.data_dir / "bench" / f"events-{events}"
-    landing = root / "landing"
-    marker = root / "generated.ok"
-    if marker.is_file():
-        _drop_increments(landing)
-        log(f"bench: reusing {landing}")
-        files = [p for p in landing.rglob("*") if p.is_file()]
-        return landing, {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "reused": True}
-    shutil.rmtree(root, ignore_errors=True)
-    started = time.monotonic()
-    summary = generate_activity_log(landing, events, seed=DATASET_SEED, days=7, progress=log)
-    log(f"bench: generated {summary['records']} records in {time.monotonic() - started:.0f}s")
-    marker.write_text("ok\n")
-    files = [p for p in landing.rglob("*") if p.is_file()]
-    return landing, {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "reused": False}
-
-
-_INCREMENT_PREFIX = "part-increment-"
-
-
-def _drop_increments(landing: Path) -> None:
-    """Files an incremental measurement added to a reused data set are not part of it."""
-    held = set()
-    for path in landing.rglob(f"{_INCREMENT_PREFIX}*"):
-        path.unlink()
-        held.add(path.parent)
-    # and the folders they alone filled, up to the data set's root
-    for folder in sorted(held, key=lambda p: -len(p.parts)):
-        while folder != landing and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-            folder = folder.parent
-
-
-def _timed(fn):
-    started = time.monotonic()
-    value = fn()
-    return value, time.monotonic() - started
-
-
-def _machine() -> str:
-    return machine_speed.describe()
 
 
 def write_section(doc: Path, layer: str, body: str) -> None:
@@ -139,7 +75,7 @@ def _small_files(cfg: Config, log) -> tuple[Path, dict]:
                 target.write_bytes(gzip.compress(line, mtime=0) if gz else line)
         shutil.rmtree(source)
         (root / "generated.ok").write_text("ok\n")
-    _drop_increments(landing)
+    drop_increments(landing)
     files = [p for p in landing.rglob("*") if p.is_file()]
     log(f"bench: small-files set: {len(files)} files under {landing}")
     return landing, {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
@@ -212,45 +148,6 @@ def _ingest_cfg(cfg: Config, root: Path) -> Config:
     return load_config(cfg.env, environ=environ)
 
 
-def _newest_day(landing: Path) -> datetime:
-    """The newest y=/m=/d= folder of a data set that holds a file (an increment, once dropped, leaves its
-    folders empty: counted, each delivery would be dated after the last one's day)."""
-    days = {match.groups()[:3] for p in landing.rglob("*") if p.is_file() and (match := _HOUR.search(p.as_posix()))}
-    y, m, d = max(days)
-    return datetime(int(y), int(m), int(d), tzinfo=UTC)
-
-
-def increment_days(landing: Path, events: int, seed: int = 2, days: int = 1) -> Iterator[int]:
-    """``events`` more events in new files beside the data set's (removed again by _drop_increments):
-    the next ``days`` days' activity, generated at once (no id repeats), landed a day at a time as
-    Tableau delivers it (under the hours it makes it available): each ``next`` lands the next day's
-    files and yields how many. The generator's ``seed`` makes its world: the data set's own seed gives
-    the same sites and users."""
-    from devtools.sample.activity_log import generate_activity_log
-
-    extra_root = landing.parent / "increment"
-    shutil.rmtree(extra_root, ignore_errors=True)
-    generate_activity_log(extra_root, events, seed=seed, start=_newest_day(landing) + timedelta(days=1), days=days)
-    by_day: dict[tuple[str, ...], list[Path]] = {}
-    for path in sorted(p for p in extra_root.rglob("*") if p.is_file()):
-        match = _HOUR.search(path.as_posix())
-        by_day.setdefault(match.groups()[:3] if match else (), []).append(path)  # () (no day) sorts first
-    moved = landed = 0
-    try:
-        for day in sorted(by_day):
-            for path in by_day[day]:
-                target = landing / path.relative_to(extra_root)
-                target = target.with_name(f"{_INCREMENT_PREFIX}{moved:05d}-{target.name}")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(path), target)
-                moved += 1
-            if day:  # a file under no day's folder lands with the first day's
-                yield moved - landed
-                landed = moved
-    finally:
-        shutil.rmtree(extra_root, ignore_errors=True)
-
-
 def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
     """``events`` more events for the next day, landed at once (increment_days); -> files landed."""
     return sum(increment_days(landing, events, seed))
@@ -266,17 +163,17 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     from pipelines.refresh import run_refresh
 
     bcfg = _ingest_cfg(cfg, landing.parent)
-    _fresh_lake(spark, bcfg)
+    fresh_lake(spark, bcfg)
 
     def bare_scan() -> int:
         return spark.read.option("recursiveFileLookup", "true").text(str(landing)).count()
 
     log(f"bench [{name}]: warm-up scan (fills the OS file cache; not measured)")
     bare_scan()
-    lines, bare_s = _timed(bare_scan)
+    lines, bare_s = timed(bare_scan)
     log(f"bench [{name}]: bare text scan: {lines} lines in {bare_s:.1f}s")
     try:
-        duck_rows, duck_s = _timed(lambda: duckdb_routing(landing, landing.parent / "duckdb"))
+        duck_rows, duck_s = timed(lambda: duckdb_routing(landing, landing.parent / "duckdb"))
         duck = {"rows": duck_rows, "seconds": duck_s, "error": None}
         log(
             f"bench [{name}]: duckdb read_ndjson_objects + routing + sha256 -> parquet: {duck_rows} rows in "
@@ -286,7 +183,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
         duck = {"rows": 0, "seconds": float("nan"), "error": str(exc).splitlines()[0][:160]}
         log(f"bench [{name}]: duckdb failed: {duck['error']}")
 
-    floor_rows, floor_s = _timed(lambda: typed_floor(spark, landing, landing.parent / "typed-floor"))
+    floor_rows, floor_s = timed(lambda: typed_floor(spark, landing, landing.parent / "typed-floor"))
     log(
         f"bench [{name}]: typed floor (spark.read.schema(silver types).json -> parquet): {floor_rows} rows in "
         f"{floor_s:.1f}s"
@@ -317,7 +214,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
     added = _add_increment(landing, max(1, events // 100))
     versions_before, jobs_before = lake_versions(spark, bcfg), spark_jobs(spark)
     clock = StepClock()
-    incr, wall_s = _timed(lambda: refresh(log=clock))
+    incr, wall_s = timed(lambda: refresh(log=clock))
     delivered = jobs_between(jobs_before, spark_jobs(spark))
     commits = commits_between(versions_before, lake_versions(spark, bcfg))
     incr["jobs"] = _where_time_goes(delivered)
@@ -329,7 +226,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
         f"bench [{name}]: +1% delivery ({incr['rows']} lines): bronze {incr['bronze_s']:.1f}s, "
         f"silver {incr['silver_s']:.1f}s"
     )
-    _drop_increments(landing)
+    drop_increments(landing)
     return {
         "name": name,
         "files": data["files"],
@@ -348,7 +245,7 @@ def bench_ingest(cfg: Config, events: int, log) -> list[dict]:
     from pipelines.spark_session import build_spark
 
     spark = build_spark(cfg)
-    landing, data = _dataset(cfg, events, log)
+    landing, data = generated_dataset(cfg, events, log)
     small, small_data = _small_files(cfg, log)
     return [
         _measure_ingest(spark, cfg, f"{events:,} events", landing, data, events, log),
@@ -358,7 +255,7 @@ def bench_ingest(cfg: Config, events: int, log) -> list[dict]:
 
 def render_ingest(sets: list[dict], cfg: Config) -> str:
     out = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}, Spark master "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine_speed.describe()}, Spark master "
         f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}; one process, the "
         "same files for every step; bronze and silver are `auditlake refresh --layers bronze,silver` "
         "(gates included, no write-back source).",
@@ -444,16 +341,13 @@ def _both(s: dict, run: str) -> float:
     return s[run]["bronze_s"] + s[run]["silver_s"]
 
 
-_HOUR = re.compile(r"/y=(\d{4})/m=(\d{2})/d=(\d{2})/h=(\d{2})/")
-
-
 def delivery_batches(landing: Path, batches: int) -> list[list[Path]]:
     """The data set's files cut into ``batches`` deliveries of consecutive hours (as Tableau
     delivers them: each batch is newer activity than the one before)."""
     by_hour: dict[tuple, list[Path]] = {}
     for path in landing.rglob("*"):
         if path.is_file():
-            match = _HOUR.search(path.as_posix())
+            match = HOUR_FOLDER.search(path.as_posix())
             by_hour.setdefault(match.groups() if match else ("",), []).append(path)
     hours = sorted(by_hour)
     if len(hours) < batches:
@@ -478,16 +372,16 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
     from pipelines.refresh import LAYERS, run_refresh
     from pipelines.spark_session import build_spark
 
-    dataset, data = _dataset(cfg, events, log)
-    bcfg = _bench_cfg(cfg, dataset.parent)
+    dataset, data = generated_dataset(cfg, events, log)
+    bcfg = bench_cfg(cfg, dataset.parent)
     spark = build_spark(cfg)
-    _fresh_lake(spark, bcfg)
+    fresh_lake(spark, bcfg)
     landing = bcfg.path("paths.landing_dir")
     rows = []
     for number, files in enumerate(delivery_batches(dataset, batches), start=1):
         _deliver(files, dataset, landing)
         log(f"bench: batch {number}/{batches}: {len(files)} files delivered, refreshing every layer")
-        report, seconds = _timed(lambda: run_refresh(spark, bcfg, list(LAYERS), log=lambda _m: None))
+        report, seconds = timed(lambda: run_refresh(spark, bcfg, list(LAYERS), log=lambda _m: None))
         layer = {r.layer: r for r in report.runs}
         history = sum(r["rows_out"] for r in rows) + layer["silver"].rows_out
         rows.append(
@@ -499,7 +393,7 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
                 "history": history,
                 "seconds": {name: run.seconds for name, run in layer.items()},
                 "total_s": seconds,
-                "dbt_nodes": [] if report.gold_skipped else _dbt_node_seconds(),
+                "dbt_nodes": [] if report.gold_skipped else dbt_node_seconds(),
             }
         )
         log(
@@ -510,20 +404,6 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
         if on_batch is not None:
             on_batch(figures)
     return figures
-
-
-def _dbt_node_seconds(results: dict | None = None) -> list[tuple[str, str, float]]:
-    """(node name, kind: model / test / unit_test, seconds) of the last dbt build, slowest first
-    (``results``: a run_results.json as read; default dbt's own, in its target folder)."""
-    from pipelines.gold.run import dbt_target_dir
-
-    if results is None:
-        results = json.loads((dbt_target_dir() / "run_results.json").read_text())
-    nodes = [
-        (r["unique_id"].split(".", 2)[2], r["unique_id"].split(".")[0], float(r["execution_time"]))
-        for r in results["results"]
-    ]
-    return sorted(nodes, key=lambda n: -n[2])
 
 
 def _all_figures(events: int, data: dict, planned: int, rows: list[dict]) -> dict:
@@ -551,7 +431,7 @@ def _slope(xs: list[float], ys: list[float]) -> float:
 
 def render_all(fig: dict, cfg: Config) -> str:
     lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}, Spark master "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine_speed.describe()}, Spark master "
         f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}.",
         "",
         f"Data: {fig['events']:,} generated events ({fig['files']:,} files, {fig['megabytes']:.0f} MB, 7 days), "
@@ -611,13 +491,13 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     from pipelines.spark_session import build_spark
 
     root = cfg.data_dir / "bench" / f"export-{events}"
-    bcfg = _bench_cfg(cfg, root)  # with the bundled Write-Back export: gold reads it
+    bcfg = bench_cfg(cfg, root)  # with the bundled Write-Back export: gold reads it
     spark = build_spark(cfg)  # the session's scratch space outside the bench lake, which is wiped
-    _fresh_lake(spark, bcfg)
+    fresh_lake(spark, bcfg)
     landing = bcfg.path("paths.landing_dir")
     generate_activity_log(landing, events, seed=DATASET_SEED, days=7)
     quiet = lambda _m: None  # noqa: E731
-    _report, refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
+    _report, refresh_s = timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
     log(f"bench: lake of {events} events refreshed in {refresh_s:.0f}s")
     names = sorted(read_catalog(spark, bcfg)["marts"])
     rows = sum(spark.read.format("delta").load(storage.join(tables_location(bcfg), n)).count() for n in names)
@@ -627,14 +507,14 @@ def bench_export(cfg: Config, events: int, log) -> dict:
             frame = spark.read.format("delta").load(storage.join(tables_location(bcfg), name))
             frame.write.mode("overwrite").parquet(str(root / "bare" / name))
 
-    _none, bare_s = _timed(bare_copy)
+    _none, bare_s = timed(bare_copy)
     shutil.rmtree(hyper_path(bcfg).parent, ignore_errors=True)
-    full, full_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
-    again, again_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
-    package, tdsx_s = _timed(lambda: write_tdsx(full.path))
+    full, full_s = timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    again, again_s = timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    package, tdsx_s = timed(lambda: write_tdsx(full.path))
     _add_increment(landing, max(1, events // 100))
-    _report, increment_refresh_s = _timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
-    increment, increment_s = _timed(lambda: export_hyper(spark, bcfg, log=quiet))
+    _report, increment_refresh_s = timed(lambda: run_refresh(spark, bcfg, ["bronze", "silver", "gold"], log=quiet))
+    increment, increment_s = timed(lambda: export_hyper(spark, bcfg, log=quiet))
     figures = {
         "events": events,
         "marts": len(names),
@@ -661,7 +541,7 @@ def render_export(fig: dict, cfg: Config) -> str:
     kinds = ", ".join(f"{n} {a}" for a, n in sorted(fig["increment_tables"].items())) or "none"
     return "\n".join(
         [
-            f"`auditlake bench --layer export --events {fig['events']}` on {_machine()}, "
+            f"`auditlake bench --layer export --events {fig['events']}` on {machine_speed.describe()}, "
             f"{datetime.now(UTC):%Y-%m-%d}: a lake of {fig['events']:,} generated events refreshed through gold, "
             f"{fig['marts']} analyst marts holding {fig['rows']:,} rows; one process, one Spark session.",
             "",
@@ -699,8 +579,6 @@ def run_bench(
 ):
     delivery = delivery or BENCH_DELIVERY.get(layer)
     if layer == "refresh":
-        from devtools.bench_refresh import bench_refresh, render_refresh
-
         figures = bench_refresh(cfg, delivery, log)
         write_section(out_doc, "refresh", render_refresh(figures, cfg))
     elif layer == "all":
@@ -709,8 +587,6 @@ def run_bench(
         )
         log(f"bench: last / first incremental refresh {figures['flatness']:.2f}x")
     elif layer == "history":
-        from devtools.bench_history import bench_history, render_history
-
         figures = bench_history(cfg, events, delivery, log)
         write_section(out_doc, "history", render_history(figures, cfg))
     elif layer == "ingest":
@@ -720,8 +596,6 @@ def run_bench(
         figures = bench_export(cfg, events, log)
         write_section(out_doc, "export", render_export(figures, cfg))
     elif layer == "serve":
-        from devtools.bench_serve import bench_serve, render_serve
-
         figures = bench_serve(cfg, sessions, seconds, log)
         write_section(out_doc, "serve", render_serve(figures))
     else:

@@ -18,17 +18,9 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from devtools.bench import (
-    DATASET_SEED,
-    _bench_cfg,
-    _dataset,
-    _dbt_node_seconds,
-    _drop_increments,
-    _fresh_lake,
-    _machine,
-    _timed,
-    increment_days,
-)
+from devtools import machine_speed
+from devtools.bench_datasets import DATASET_SEED, drop_increments, generated_dataset, increment_days
+from devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
 from pipelines.config import Config
 
 SMALL_HISTORY = 500_000
@@ -82,11 +74,11 @@ def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
     from pipelines.refresh import run_refresh
     from pipelines.tables import tables
 
-    landing, _data = _dataset(cfg, BASE_EVENTS, log)
-    bcfg = _bench_cfg(cfg, landing.parent.parent / f"history-{size}")
-    _fresh_lake(spark, bcfg)
+    landing, _data = generated_dataset(cfg, BASE_EVENTS, log)
+    bcfg = bench_cfg(cfg, landing.parent.parent / f"history-{size}")
+    fresh_lake(spark, bcfg)
     name = f"{size:,} events"
-    report, base_s = _timed(
+    report, base_s = timed(
         lambda: run_refresh(spark, bcfg, ["bronze", "silver"], source_dir=landing, log=lambda _m: None)
     )
     base_rows = {r.layer: r for r in report.runs}["silver"].rows_out
@@ -99,7 +91,7 @@ def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
     history = sum(seed_history(spark, tables(bcfg).silver_events(f), copies) for f in FAMILIES)
     seed_s = time.monotonic() - started
     log(f"bench [history {name}]: silver holds {history:,} events ({copies + 1} weeks) after {seed_s:.1f}s of seeding")
-    report, first_s = _timed(lambda: run_refresh(spark, bcfg, ["gold"], log=lambda _m: None))
+    report, first_s = timed(lambda: run_refresh(spark, bcfg, ["gold"], log=lambda _m: None))
     log(f"bench [history {name}]: gold built once on the whole history in {first_s:.1f}s")
     # one generation for both (the same world as the week's: its sites and users have history)
     days = increment_days(landing, 2 * delivery, seed=DATASET_SEED, days=2)
@@ -109,7 +101,7 @@ def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
         )
     finally:
         days.close()
-        _drop_increments(landing)
+        drop_increments(landing)
     return {
         "size": size,
         "history": history,
@@ -126,7 +118,7 @@ def _delivery(spark, bcfg: Config, landing, added: int, name: str, log) -> dict:
     """Refresh every layer over the files just landed; -> its figures and dbt's node times."""
     from pipelines.refresh import LAYERS, run_refresh
 
-    report, total_s = _timed(lambda: run_refresh(spark, bcfg, list(LAYERS), source_dir=landing, log=lambda _m: None))
+    report, total_s = timed(lambda: run_refresh(spark, bcfg, list(LAYERS), source_dir=landing, log=lambda _m: None))
     layers = {r.layer: r for r in report.runs}
     if not layers["bronze"].rows_in:
         raise RuntimeError(f"bench: the delivery ({added} files) landed nothing")
@@ -140,7 +132,7 @@ def _delivery(spark, bcfg: Config, landing, added: int, name: str, log) -> dict:
         "delivered": layers["silver"].rows_out,
         "seconds": seconds,
         "total_s": total_s,
-        "dbt_nodes": _dbt_node_seconds(),
+        "dbt_nodes": dbt_node_seconds(),
     }
 
 
@@ -154,7 +146,7 @@ def bench_history(cfg: Config, events: int, delivery: int, log) -> list[dict]:
 def render_history(runs: list[dict], cfg: Config, top: int = 12) -> str:
     small, large = runs[0], runs[-1]
     out = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}, Spark master "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine_speed.describe()}, Spark master "
         f"`{cfg.get('spark.master')}`, driver memory {cfg.get('spark.driver_memory')}; one process. Each lake: a "
         f"generated week ({BASE_EVENTS:,} events) through bronze and silver, silver seeded with copies of it a week "
         "further back each (new event, job, session and request ids; the same users, sites and content), gold "

@@ -25,8 +25,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from devtools.bench import _dbt_node_seconds, _machine, _newest_day
+from devtools import machine_speed
+from devtools.bench_datasets import newest_day
 from devtools.bench_dbt_floor import node_mix
+from devtools.bench_harness import dbt_node_seconds
+from devtools.demo_sample import generate_demo_sample
 from devtools.sample import BUNDLED_EXPORT
 from pipelines.config import Config
 from pipelines.project import home
@@ -72,7 +75,7 @@ def _dbt_figures(target_dir: Path) -> dict:
     if not path.is_file():
         return {}
     results = json.loads(path.read_text())
-    nodes = _dbt_node_seconds(results)
+    nodes = dbt_node_seconds(results)
     kinds = {kind: [secs for _n, k, secs in nodes if k == kind] for kind in sorted({k for _n, k, _s in nodes})}
     return {
         "elapsed_s": float(results.get("elapsed_time") or 0),
@@ -104,14 +107,12 @@ def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
         events,
         seed=cfg.settings.generate.seed + 1,
         days=1,
-        start=_newest_day(landing) + timedelta(days=1),
+        start=newest_day(landing) + timedelta(days=1),
         layout=cfg.settings.generate.layout,
     )
 
 
 def bench_refresh(cfg: Config, delivery: int, log) -> dict:
-    from devtools.commands import generate_demo_sample
-
     root = cfg.data_dir / "bench" / "refresh"
     shutil.rmtree(root, ignore_errors=True)
     lake = root / "lake"
@@ -191,7 +192,8 @@ def render_refresh(fig: dict, cfg: Config) -> str:
     idle_s = min(idle["wall_s"], idle_again["wall_s"])
     out = [
         f"`auditlake bench --layer refresh --delivery {fig['delivery']}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on "
-        f"{_machine()}, Spark master `{cfg.get('spark.master')}`: the demo's sample ({fig['events']:,} events, "
+        f"{machine_speed.describe()}, Spark master `{cfg.get('spark.master')}`: "
+        f"the demo's sample ({fig['events']:,} events, "
         "with the Write-Back export and the entity snapshots), each run one `auditlake refresh` process, timed from "
         "its start to its exit (the JVM, every layer, the gates, the analysts' copies).",
         "",

@@ -6,67 +6,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import time
 from pathlib import Path
 
+from devtools.demo_sample import generate_and_report, generate_demo_sample
 from pipelines.cli import iso_time, log, positive_int, refresh
 from pipelines.config import Config
-
-
-def _generate_activity_log(
-    out: Path,
-    events: int,
-    seed: int,
-    start,
-    days: int,
-    dirty: bool,
-    layout: str,
-    live_feed: bool = False,
-    security_stories: bool = False,
-    snapshots: bool = False,
-    snapshot_every: int = 1,
-) -> dict:
-    from devtools.sample.activity_log import generate_activity_log
-
-    started = time.monotonic()
-    summary = generate_activity_log(
-        out,
-        events,
-        seed=seed,
-        start=start,
-        days=days,
-        dirty=dirty,
-        progress=log,
-        layout=layout,
-        live_feed=live_feed,
-        security_stories=security_stories,
-        snapshots=snapshots,
-        snapshot_every=snapshot_every,
-    )
-    snaps = summary["snapshots"]
-    log(
-        f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
-        f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
-        + (
-            f"; entity snapshots: {snaps['files']} Parquet files, {snaps['rows']} rows, {snaps['hours']} hours "
-            f"(every {snapshot_every} h)"
-            if snapshots
-            else ""
-        )
-        + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
-        + (f"; silent changes: {json.dumps(summary['silent_changes'])}" if summary["silent_changes"] else "")
-        + ("; with the live feed's additions" if live_feed else "")
-        + ("; with the security stories" if security_stories else "")
-    )
-    return summary
 
 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     start = args.start or iso_time(cfg.settings.generate.start)
     days = args.days or cfg.settings.generate.days
-    _generate_activity_log(
+    generate_and_report(
         Path(args.out),
         args.events,
         args.seed,
@@ -114,23 +65,6 @@ def _place_writeback_sample(cfg: Config) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(BUNDLED_EXPORT, target)
         log(f"demo: the sample Write-Back export copied to {target} (writeback.file.path)")
-
-
-def generate_demo_sample(cfg: Config, landing: Path) -> dict:
-    """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
-    return _generate_activity_log(
-        landing,
-        cfg.settings.generate.events,
-        cfg.settings.generate.seed,
-        iso_time(cfg.settings.generate.start),
-        cfg.settings.generate.days,
-        dirty=True,
-        layout=cfg.settings.generate.layout,
-        live_feed=True,  # what the registry knows
-        security_stories=True,  # a situation for every detection report
-        snapshots=cfg.settings.generate.snapshots,
-        snapshot_every=cfg.settings.generate.snapshot_every_hours,
-    )
 
 
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:

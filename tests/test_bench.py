@@ -177,7 +177,7 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
 
 
 def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
-    from devtools.bench import _drop_increments, increment_days
+    from devtools.bench_datasets import drop_increments, increment_days
     from devtools.sample.activity_log import generate_activity_log
 
     landing = tmp_path / "landing"
@@ -202,7 +202,7 @@ def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
     assert len({p for p in landing.rglob("*") if p.is_file()} - before) == first + second
     with pytest.raises(StopIteration):
         next(days)
-    _drop_increments(landing)
+    drop_increments(landing)
     assert {p for p in landing.rglob("*") if p.is_file()} == before
 
 

@@ -1,0 +1,79 @@
+"""A sample Activity Log generated and reported in one line, as ``auditlake generate activity-log``
+writes it, and the demo's own sample (conf ``generate:``), which ``auditlake demo`` lands and the
+refresh bench measures."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+from pipelines.cli import iso_time, log
+from pipelines.config import Config
+
+
+def generate_and_report(
+    out: Path,
+    events: int,
+    seed: int,
+    start: datetime,
+    days: int,
+    dirty: bool,
+    layout: str,
+    live_feed: bool = False,
+    security_stories: bool = False,
+    snapshots: bool = False,
+    snapshot_every: int = 1,
+) -> dict:
+    """``generate_activity_log`` into ``out``, its progress and then its summary in one line -> the summary."""
+    from devtools.sample.activity_log import generate_activity_log
+
+    started = time.monotonic()
+    summary = generate_activity_log(
+        out,
+        events,
+        seed=seed,
+        start=start,
+        days=days,
+        dirty=dirty,
+        progress=log,
+        layout=layout,
+        live_feed=live_feed,
+        security_stories=security_stories,
+        snapshots=snapshots,
+        snapshot_every=snapshot_every,
+    )
+    snaps = summary["snapshots"]
+    log(
+        f"generate: {summary['records']} records in {summary['lines']} lines, {summary['files']} files "
+        f"({summary['gzip_files']} gzip) under {out} in the {layout} layout in {time.monotonic() - started:.1f}s"
+        + (
+            f"; entity snapshots: {snaps['files']} Parquet files, {snaps['rows']} rows, {snaps['hours']} hours "
+            f"(every {snapshot_every} h)"
+            if snapshots
+            else ""
+        )
+        + (f"; dirty: {json.dumps(summary['dirty'], sort_keys=True)}" if dirty else "")
+        + (f"; silent changes: {json.dumps(summary['silent_changes'])}" if summary["silent_changes"] else "")
+        + ("; with the live feed's additions" if live_feed else "")
+        + ("; with the security stories" if security_stories else "")
+    )
+    return summary
+
+
+def generate_demo_sample(cfg: Config, landing: Path) -> dict:
+    """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
+    return generate_and_report(
+        landing,
+        cfg.settings.generate.events,
+        cfg.settings.generate.seed,
+        iso_time(cfg.settings.generate.start),
+        cfg.settings.generate.days,
+        dirty=True,
+        layout=cfg.settings.generate.layout,
+        live_feed=True,  # what the registry knows
+        security_stories=True,  # a situation for every detection report
+        snapshots=cfg.settings.generate.snapshots,
+        snapshot_every=cfg.settings.generate.snapshot_every_hours,
+    )
