@@ -10,7 +10,8 @@ process (its JVM warm between runs). For the delivery's run it keeps where the t
 gaps between the command's own progress lines, dbt's thread-seconds by kind and slowest node, and
 dbt's floor for the same mix of nodes (devtools/bench_dbt_floor.py).
 Targets (issue 30): the delivery's refresh at most 2x a refresh with nothing new; the first load
-at most 60 s and nothing new at most 10 s on a quiet machine like the one docs/performance.md names.
+at most 60 s and nothing new at most 10 s on a quiet machine (docs/performance.md, "Targets, and
+where they stand").
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 Before its first query a driver loads and verifies tens of thousands of classes (Spark, Delta,
 Hive's metastore client, Parquet, Janino): on two cores that is a large part of a small refresh's
 fixed cost, paid again by every process (an hourly refresh, each CLI command, each test child).
-Java's AppCDS maps the classes a recording run loaded instead (docs/performance.md: a session
-and its first Delta read, write and metastore call took 36 s instead of 50-57 s here).
+Java's AppCDS maps the classes a recording run loaded instead (docs/performance.md, "The JVM").
 
 ``auditlake setup`` records the archive once, in the JAR cache, by running a small workload on a
 throwaway lake with ``-XX:ArchiveClassesAtExit``; a session uses it (``-XX:SharedArchiveFile``)

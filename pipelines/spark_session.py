@@ -25,12 +25,13 @@ from pipelines.storage import is_uri
 
 # The driver JVM's garbage collector (spark.gc). A refresh is batch work: the parallel collector pauses the
 # threads to collect, with no concurrent marking beside them, and costs the fewest CPU-seconds; G1 (Java's
-# default) keeps pauses short on large heaps at the price of that marking (docs/performance.md).
+# default) keeps pauses short on large heaps at the price of that marking (docs/performance.md, "The JVM").
 GC_OPTIONS = {"parallel": "-XX:+UseParallelGC", "g1": "-XX:+UseG1GC"}
-# The JIT's optimising compiler (C2) takes a method after 3x Java's default calls and loop turns. A
-# refresh's JVM lives minutes; compiling Spark's, Delta's and Hive's code was ~40% of its CPU, and much
-# of what reached C2 at the defaults ran too little afterwards to repay it. 3x: -10% JVM CPU and a
-# faster refresh; 10x: less CPU still, but a slower refresh (docs/performance.md, "eighteenth step").
+# The JIT's optimising compiler (C2) takes a method after three times Java's default calls and loop
+# turns. A refresh's JVM lives minutes; compiling Spark's, Delta's and Hive's code is a large share of
+# its CPU, and much of what reached C2 at the defaults ran too little afterwards to repay it. Later
+# still saves more CPU but leaves hot code in C1's slower build: the refresh takes longer
+# (docs/performance.md, "The JVM").
 C2_LATER = " ".join(
     f"-XX:{flag}={3 * default}"
     for flag, default in {
@@ -40,11 +41,10 @@ C2_LATER = " ".join(
         "Tier4BackEdgeThreshold": 40000,
     }.items()
 )
-# The client compiler (C1) only, with one code cache large enough that the sweeper does not evict
-# and recompile (it spent 155 CPU-s of a 10-minute run in the default's smaller C1 segment). A small
-# lake's refresh in a process of its own: -12 to -15% JVM CPU, the same wall time for a delivery, +10%
-# for a first load. A JVM that lives long repays C2: the test suite's workers on C1 ran their dbt-heavy
-# tests up to 1.8x slower (docs/performance.md, "thirty-first step").
+# The client compiler (C1) only, with one code cache large enough that the sweeper does not evict and
+# recompile (in the default's smaller C1 segment it kept doing so). For a small lake's refresh in a
+# process of its own: fewer CPU-seconds, about the same wall time. A JVM that lives long repays C2:
+# the test suite's workers ran their dbt-heavy tests slower on C1 (docs/performance.md, "The JVM").
 C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:-SegmentedCodeCache -XX:ReservedCodeCacheSize=512m"
 JIT_OPTIONS = {"tiered": C2_LATER, "c1": C1_ONLY}
 
@@ -60,7 +60,8 @@ def describe_jobs(spark: SparkSession, text: str | None) -> None:
 # much on 400 rows as on a million); planned once, not re-planned after each stage (adaptive execution
 # re-plans to size shuffles and joins from what a stage produced, nothing to gain on a few thousand
 # rows); one shuffle partition (without adaptive execution nothing would merge the configured ones
-# into the one a small result needs: one task, one file per written partition). docs/performance.md.
+# into the one a small result needs: one task, one file per written partition). docs/performance.md,
+# "Small inputs".
 SMALL_INPUT = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -90,8 +91,8 @@ def small_input_below(spark: SparkSession, cfg: Config, rows: int) -> Iterator[b
 def append_rows(spark: SparkSession, cfg: Config, rows: list, schema: str, table: str) -> None:
     """Append ``rows`` made on the driver (a run's bookkeeping: a few rows) to the Delta table ``table``,
     with the small-input settings: compiled, such a write and the checkpoint of the table's log at every
-    tenth commit cost more than they do interpreted (a new process's first checkpoint 6.4-8.1 s against
-    4.3-4.4 s; docs/performance.md, issue 30's forty-eighth step)."""
+    tenth commit cost more than they do interpreted, most of all in a new process, as each cron run is
+    (docs/performance.md, "The Delta log")."""
     frame = spark.createDataFrame(rows, schema)
     with small_input_below(spark, cfg, len(rows)):
         frame.write.format("delta").mode("append").saveAsTable(table)
@@ -169,7 +170,7 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
             f"-Dderby.system.home={metastore} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'} "
             f"-Dauditlake.log.dir={log_dir(cfg)} "
             # Silver's typing projection compiles to methods past the JIT's 8,000-byte limit; left
-            # interpreted they cost ~20% of the silver pass (docs/performance.md).
+            # interpreted they slow the whole silver pass (docs/performance.md, "The JVM").
             "-XX:-DontCompileHugeMethods "
             f"{GC_OPTIONS[cfg.settings.spark.gc]} {JIT_OPTIONS[cfg.settings.spark.jit]} "
             # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
@@ -182,19 +183,19 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         # The streaming file source hands each micro-batch its new files as explicit paths; with
         # thousands of small hourly files Spark would stat them in a listing job of up to 10,000
-        # tasks (its default). A few tasks do the same work without the scheduling cost (-25% on
-        # the bronze benchmark, see docs/performance.md).
+        # tasks (its default). A few tasks do the same work without the scheduling cost.
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(2 * cfg.settings.spark.shuffle_partitions),
         "spark.ui.showConsoleProgress": "false",
         # the quality gate fetches small checked frames into pandas (quality.pandas_max_rows)
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Activity Log files are small (one per hour and event type, kilobytes each): packed into
-        # read tasks as if each cost 4 MB to open (Spark's default), 11,500 of them make ~360 tasks
-        # and as many Parquet files per bronze commit; at this cost a few dozen.
+        # read tasks as if each cost 4 MB to open (Spark's default), thousands of them make hundreds
+        # of tasks and as many Parquet files per bronze commit; at this cost a few dozen.
         "spark.sql.files.openCostInBytes": str(cfg.settings.spark.file_open_cost_bytes),
         # Silver types ~250 attributes per family in one projection; past 100 fields (Spark's default)
         # whole-stage code generation is switched off and every projection copies the wide rows it
-        # passes on: the typing pass took 2-3x as long (docs/performance.md).
+        # passes on, which slows the typing pass several times over (docs/performance.md, "Silver's
+        # typing and gate").
         "spark.sql.codegen.maxFields": "1000",
         # When dbt replaces a Delta table, Spark first tries to store its columns Hive's way over
         # the placeholder the metastore holds; Hive's type check refuses (an ERROR in the log) and
