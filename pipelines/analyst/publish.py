@@ -44,7 +44,7 @@ KEY_ID_TEXT = "auditlake pseudonym key"
 # change data feed says were inserted (dbt_project.yml turns the feed on for the marts). A commit that
 # changed or removed rows (a merge that updated, an erasure, dbt's CREATE OR REPLACE of a table model
 # or a full refresh) makes the copy whole again: merging changed rows into a large copy costs about what
-# copying it costs (measured in docs/performance.md), an append a fraction of it.
+# copying it costs (docs/performance.md, "The analysts' copies"), an append a fraction of it.
 NO_ROW_CHANGED = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 # a copy is normally one build behind its mart; past this many commits (a judgement, not measured) it is
 # made whole rather than the mart's history and each commit's files read

@@ -43,8 +43,8 @@ JVM_ENDED = 3
 JVM_ENDED_LINE = "serve: jvm ended: "
 RESYNC_SECONDS = 30  # how often the catalog is looked at for tables added, removed or changed
 # what the metastore's column comment holds (Hive's COLUMNS_V2.COMMENT): a longer one fails the view's
-# CREATE after ten retries two seconds apart (20 s per view, at every start and re-sync), and Spark then
-# stores the view without its columns
+# CREATE after the metastore's retries (slowing every start and re-sync), and Spark then stores the
+# view without its columns
 COLUMN_COMMENT_MAX = 256
 
 
