@@ -10,8 +10,9 @@ import shutil
 from pathlib import Path
 
 from devtools.demo_sample import generate_and_report, generate_demo_sample
-from pipelines.cli import iso_time, log, positive_int, refresh
+from pipelines.arguments import iso_time, positive_int
 from pipelines.config import Config
+from pipelines.console import log
 
 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
@@ -45,6 +46,7 @@ def cmd_generate_writeback(_cfg: Config, args: argparse.Namespace) -> int:
 def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     """Generate sample data into the landing folder (once), then refresh every layer with the summary."""
     from pipelines.refresh import LAYERS
+    from pipelines.refresh.command import refresh
 
     landing = cfg.path("paths.landing_dir")
     if landing.is_dir() and any(landing.iterdir()):

@@ -9,8 +9,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.cli import iso_time, log
+from pipelines.arguments import iso_time
 from pipelines.config import Config
+from pipelines.console import log
 
 
 def generate_and_report(

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pipelines.activity_log import bronze
 from pipelines.activity_log.bronze import ledger
 from pipelines.config import Config
+from pipelines.console import log
 from pipelines.tables import tables
 
 
@@ -238,3 +239,22 @@ def format_reconciliation(results: list[FamilyReconciliation], runs: list[dict])
                 f"{run['duplicates']:>6} {run['quarantined']:>6}  {'ok' if ok else 'MISMATCH'}"
             )
     return "\n".join(lines)
+
+
+def print_lake_checks(spark: SparkSession, cfg: Config) -> bool:
+    """Files by verdict, bronze = silver + duplicates + quarantine per family and per silver run, the
+    entity snapshots; whether all of it balances (``auditlake reconcile`` and ``refresh --summary``)."""
+    files = reconcile_files(spark, cfg)
+    results = reconcile(spark, cfg)
+    if not results and files is None:
+        log("reconcile: nothing landed yet")
+        return True
+    if files is not None:
+        log(format_files(files))
+        log("")
+    log(format_reconciliation(results, run_figures(spark, cfg)))
+    snapshots = reconcile_snapshots(spark, cfg)
+    if snapshots:
+        log("")
+        log(format_snapshots(snapshots))
+    return all(r.balanced for r in results + snapshots) and (files is None or files.balanced)

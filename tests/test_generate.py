@@ -1051,11 +1051,10 @@ def test_dirty_snapshots_add_one_poison_file_and_one_silent_change(snap, snap_di
 
 def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
     import argparse
-    import sys
-    import types
 
     from devtools import commands
     from pipelines.config import load_config
+    from pipelines.refresh import command as refresh_command
     from tests.lake import KEYED
 
     parser = argparse.ArgumentParser()
@@ -1094,8 +1093,7 @@ def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
         },
     )
     # the layers' refresh needs Spark, tested elsewhere: here only what the demo generates
-    monkeypatch.setitem(sys.modules, "pipelines.refresh", types.SimpleNamespace(LAYERS={}))
-    monkeypatch.setattr(commands, "refresh", lambda *a, **k: True)  # the lake balanced
+    monkeypatch.setattr(refresh_command, "refresh", lambda *a, **k: True)  # the lake balanced
     assert commands.cmd_demo(cfg, argparse.Namespace()) == 0
     snaps = Snapshots(tmp_path / "landing", cfg.get("generate.layout"))
     assert snaps.hours == [START + timedelta(hours=h) for h in (0, 12, 24)] and len(snaps.tables) == 3 * 5 * 3

@@ -154,7 +154,7 @@ def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop
 ):
     """`refresh --every`: runs on time in one process; the first run fails (its source down), the
     next ones still come; the exit code says one failed; a period it cannot read is a usage error."""
-    import pipelines.refresh
+    import pipelines.refresh.command
     from pipelines.cli import main
 
     cfg, _ = clean_lake
@@ -164,7 +164,7 @@ def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop
 
     runs_table = tables(cfg).refresh_runs
     runs_before = spark.table(runs_table).select("run_id").distinct().count()
-    real, calls = pipelines.refresh.run_refresh, []
+    real, calls = pipelines.refresh.command.run_refresh, []
 
     def first_fails(*args, **kwargs):
         calls.append(1)
@@ -172,7 +172,7 @@ def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop
             raise RuntimeError("the landing share is not mounted\nand a second line")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipelines.refresh, "run_refresh", first_fails)
+    monkeypatch.setattr(pipelines.refresh.command, "run_refresh", first_fails)
     assert main(["--env", "test", "refresh", "--layers", "silver", "--every", "1s", "--runs", "3"]) == 1
     out = capsys.readouterr().out
     assert "refresh every 1s: run 1 failed: the landing share is not mounted and a second line" in out
@@ -183,7 +183,7 @@ def test_refresh_every_period_runs_in_one_process_and_a_failed_run_does_not_stop
     def always_fails(*_args, **_kwargs):
         raise RuntimeError("the landing share is not mounted")
 
-    monkeypatch.setattr(pipelines.refresh, "run_refresh", always_fails)
+    monkeypatch.setattr(pipelines.refresh.command, "run_refresh", always_fails)
     assert main(["--env", "test", "refresh", "--every", "1s"]) == 1  # no --runs: only the failures end it
     out = capsys.readouterr().out
     assert out.count("failed: the landing share is not mounted") == 3 and "3 runs in a row failed: stopping" in out

@@ -96,9 +96,9 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
 ):
     """The command's wiring, Spark and the layers stubbed to stop where they would start (a whole
     refresh records and the next one stops before Spark in tests/test_wheel.py)."""
-    from pipelines import cli, spark_session
-    from pipelines import refresh as refresh_module
+    from pipelines import spark_session
     from pipelines.cli import main
+    from pipelines.refresh import command as refresh_module
 
     use_variant(monkeypatch, tmp_path, "wiring")
     cfg = load_config("test")
@@ -138,6 +138,6 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     monkeypatch.setattr(feed, "quiet_site_lines", lambda *a: [])
     monkeypatch.setattr(land, "listing_window_start", lambda *a: None)
     for balanced in (True, False):
-        monkeypatch.setattr(cli, "print_summary", lambda *a, b=balanced: b)
+        monkeypatch.setattr(refresh_module, "print_summary", lambda *a, b=balanced: b)
         assert main([*command, "--summary"]) == (0 if balanced else 1)
         assert (unchanged.recorded(cfg) or {}).get("run_id") == ("run-3" if balanced else None)

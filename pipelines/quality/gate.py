@@ -414,23 +414,3 @@ def _remove_empty(folder: Path, root: Path) -> None:
     while folder != root and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
-
-
-def latest_run_summary(spark: SparkSession, cfg: Config) -> tuple[str, list] | None:
-    """The latest run in ops.dq_results and, per checkpoint and severity, expectations checked and
-    failed; None before the first validation."""
-    table = tables(cfg).dq_results
-    if not spark.catalog.tableExists(table):
-        return None
-    last = spark.table(table).orderBy(F.col("validated_at").desc()).select("run_id").first()
-    if last is None:
-        return None
-    rows = (
-        spark.table(table)
-        .where(F.col("run_id") == last["run_id"])
-        .groupBy("checkpoint", "severity")
-        .agg(F.count("*").alias("checked"), F.count_if(~F.col("success")).alias("failed"))
-        .orderBy("checkpoint", "severity")
-        .collect()
-    )
-    return last["run_id"], rows

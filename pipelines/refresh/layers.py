@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines import alerts
-from pipelines.activity_log import bronze, feed
+from pipelines.activity_log import feed
 from pipelines.activity_log.bronze.land import LandingResult, land_bronze
 from pipelines.activity_log.silver import promote, replay
 from pipelines.analyst.launch import secure_lake
@@ -23,7 +23,7 @@ from pipelines.erase import finish_pending_erasure
 from pipelines.errors import InputError, one_line
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
-from pipelines.gold.compact import Compaction, compact_marts, mart_tables
+from pipelines.gold.compact import Compaction, compact_marts
 from pipelines.gold.run import GoldResult, build_gold, merge_windows, over_silver, silver_tables
 from pipelines.gold.staging import event_marts
 from pipelines.ops import LayerRun, last_success_start, record_layer_run
@@ -328,60 +328,3 @@ def _require_silver(spark: SparkSession, cfg: Config) -> None:
             f"gold reads silver, which has no {', '.join(missing)} yet: run the silver layer first "
             "(auditlake refresh --layers bronze,silver,gold)"
         )
-
-
-def _quarantine_by_reason(spark: SparkSession, table: str) -> list[tuple[str, int, str]]:
-    if not spark.catalog.tableExists(table):
-        return []
-    rows = spark.sql(f"SELECT reason, count(*) AS n FROM {table} GROUP BY reason ORDER BY reason").collect()
-    return [(f"{table} [{r['reason']}]", r["n"], "") for r in rows]
-
-
-def table_counts(spark: SparkSession, cfg: Config) -> list[tuple[str, int, str]]:
-    """(table, rows, note) for every lakehouse table that exists."""
-    out = []
-    for family in bronze.FAMILIES:
-        table = tables(cfg).bronze_raw(family)
-        if spark.catalog.tableExists(table):
-            row = spark.sql(f"SELECT count(*) AS n, count_if(parse_status <> 'ok') AS bad FROM {table}").first()
-            out.append((table, row["n"], f"{row['bad']} lines not JSON (kept, flagged)"))
-    t = tables(cfg)
-    for family in bronze.FAMILIES:
-        table = t.silver_events(family)
-        if spark.catalog.tableExists(table):
-            row = spark.sql(
-                f"SELECT count(*) AS n, count(DISTINCT event_type) AS types, "
-                f"count_if(_rescued_data IS NOT NULL) AS rescued FROM {table}"
-            ).first()
-            out.append((table, row["n"], f"{row['types']} event types, {row['rescued']} rows with _rescued_data"))
-    out += _quarantine_by_reason(spark, t.quarantine)
-    if spark.catalog.tableExists(t.quarantine_replays):
-        row = spark.sql(
-            f"SELECT coalesce(sum(replayed), 0) AS n, count(*) AS replays FROM {t.quarantine_replays}"
-        ).first()
-        out.append(
-            (t.quarantine_replays, row["n"], f"rows moved from quarantine to silver in {row['replays']} replays")
-        )
-    if spark.catalog.tableExists(t.duplicates):
-        out.append((t.duplicates, spark.table(t.duplicates).count(), "copies removed, kept for audit"))
-    if spark.catalog.tableExists(t.writeback_raw):
-        row = spark.sql(
-            f"SELECT count(*) AS n, count_if(database = 'metadata') AS m, count_if(database = 'persistence') AS p "
-            f"FROM {t.writeback_raw}"
-        ).first()
-        out.append((t.writeback_raw, row["n"], f"{row['m']} from metadata, {row['p']} from persistence"))
-    if spark.catalog.tableExists(t.writeback_audit):
-        row = spark.sql(
-            f"SELECT count(*) AS n, count_if(seen_in_metadata AND seen_in_persistence) AS both FROM {t.writeback_audit}"
-        ).first()
-        out.append((t.writeback_audit, row["n"], f"{row['both']} seen in both databases"))
-    out += _quarantine_by_reason(spark, t.writeback_quarantine)
-    if spark.catalog.tableExists(t.alert_deliveries):
-        row = spark.sql(
-            f"SELECT count(*) AS n, count_if(status = '{alerts.PENDING}') AS pending FROM {t.alert_deliveries}"
-        ).first()
-        out.append((t.alert_deliveries, row["n"], f"detections queued for the webhook, {row['pending']} pending"))
-    if spark.catalog.databaseExists(t.gold_schema):
-        for name in mart_tables(spark, t.gold_schema):
-            out.append((t.gold(name), spark.table(t.gold(name)).count(), "gold mart"))
-    return out

@@ -95,3 +95,18 @@ def event_spec(family: str, event_type: str) -> EventSpec:
         if spec.event_type == event_type or event_type in spec.aliases:
             return spec
     raise KeyError(f"unknown {family} event type: {event_type}")
+
+
+def summary_lines(registry: dict) -> list[str]:
+    """A line per family: its event types, how many the legacy edition has too, its common
+    attributes and its deprecated types (``auditlake registry``)."""
+    lines = []
+    for family, fam in registry["families"].items():
+        events = fam["events"]
+        legacy = sum("legacy" in e["editions"] for e in events.values())
+        deprecated = sorted(n for n, e in events.items() if e["deprecated"])
+        lines.append(
+            f"{family}: {len(events)} event types ({legacy} also in the legacy edition), "
+            f"{len(fam['common_attributes'])} common attributes, deprecated: {', '.join(deprecated) or 'none'}"
+        )
+    return lines
