@@ -1,5 +1,6 @@
-"""The tree's rules: the product (``pipelines``) never imports the tooling (``devtools``), and the
-tooling's commands reach ``auditlake`` through the entry point group."""
+"""The tree's rules: the product (``pipelines``) never imports the tooling (``devtools``), the
+tooling never imports the command line (``pipelines.cli``: it uses the product's packages, as the
+command line does), and the tooling's commands reach ``auditlake`` through the entry point group."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def _imports(path: Path) -> set[str]:
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)  # `from pipelines import cli`
     return names
 
 
@@ -25,6 +27,14 @@ def test_pipelines_never_import_devtools():
     offenders = {
         str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n.split(".")[0] == "devtools")
         for p in (ROOT / "pipelines").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_devtools_never_import_the_command_line():
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n == "pipelines.cli")
+        for p in (ROOT / "devtools").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
