@@ -144,7 +144,7 @@ def bench_refresh(cfg: Config, delivery: int, log) -> dict:
     return {"events": summary["records"], "delivery": delivery, "runs": runs, "warm": warm, "floor": floor}
 
 
-# what ``refresh --every`` says (pipelines/cli.py): a run's end and that it waits for the next one
+# what ``refresh --every`` says (pipelines/refresh/every.py): a run's end and that it waits for the next one
 _TAKEN = re.compile(r"time taken: ([\d.]+)s")
 _NEXT = "refresh every "
 
