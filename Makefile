@@ -72,7 +72,7 @@ pg-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 # OpenLDAP's server and tools: the sign-in tests of `auditlake serve` start a throwaway slapd on
-# loopback (devtools/ldap_server.py). Tests only, not demo. Debian keeps slapd in /usr/sbin.
+# loopback (auditlake_devtools/ldap_server.py). Tests only, not demo. Debian keeps slapd in /usr/sbin.
 ldap-deps:
 	@{ command -v slapd || test -x /usr/sbin/slapd; } >/dev/null 2>&1 && command -v ldapsearch >/dev/null 2>&1 || { \
 	  echo "installing the OpenLDAP server and tools (apt-get)"; \
@@ -104,11 +104,11 @@ registry: $(STAMP)
 
 # ruff's linter, and its formatter as a check (`make format` rewrites the files); seconds.
 lint: $(STAMP)
-	@$(BIN)/ruff check pipelines devtools tests
-	@$(BIN)/ruff format --check pipelines devtools tests || { echo "run: make format"; exit 1; }
+	@$(BIN)/ruff check pipelines auditlake_devtools tests
+	@$(BIN)/ruff format --check pipelines auditlake_devtools tests || { echo "run: make format"; exit 1; }
 
 format: $(STAMP)
-	@$(BIN)/ruff format pipelines devtools tests
+	@$(BIN)/ruff format pipelines auditlake_devtools tests
 
 # sqlfluff with the dbt templater compiles the project (target `local`: its own Spark session
 # on the embedded metastore under data/, so not while a refresh runs).

@@ -1,5 +1,5 @@
 """The command line's argument types, shared by the product's sub-commands and those the tooling
-adds (``devtools``), which never import the command line itself."""
+adds (``auditlake_devtools``), which never import the command line itself."""
 
 from __future__ import annotations
 

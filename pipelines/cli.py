@@ -20,7 +20,7 @@
 
 Grammar: ``auditlake <verb>``, or ``auditlake <noun> <verb>`` where a noun has several actions.
 Tooling commands (``demo``, ``generate activity-log|writeback``, ``bench``) come from
-``devtools`` through the ``auditlake.commands`` entry point group: the product never imports them.
+``auditlake_devtools`` through the ``auditlake.commands`` entry point group: the product never imports them.
 
 Global: ``--env NAME`` or ``--env path/to/file.yaml`` (default $AUDITLAKE_ENV or ``local``).
 """
@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add_command in COMMANDS:
         add_command(sub)
-    # tooling (devtools: demo, generate, bench) registers itself; pipelines never imports it
+    # tooling (auditlake_devtools: demo, generate, bench) registers itself; pipelines never imports it
     for plugin in entry_points(group="auditlake.commands"):
         plugin.load()(sub)
     return parser

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.pg_server import free_port
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.pg_server import free_port
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
 from pipelines.project import DBT_DIR
 from pipelines.refresh import run_refresh

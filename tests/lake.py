@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 # the bundled Write-Back export (its changes made by "maria.costa"; tests substitute the person they follow)
-from devtools.sample import BUNDLED_EXPORT  # noqa: F401  (tests import it from here)
-from devtools.variant import variant_environ as _variant
+from auditlake_devtools.sample import BUNDLED_EXPORT  # noqa: F401  (tests import it from here)
+from auditlake_devtools.variant import variant_environ as _variant
 
 # An environment holding only the analysts' pseudonym key (every mode needs it while analyst.enabled):
 # for tests that load the configuration from nothing but the variables they name.

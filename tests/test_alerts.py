@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from devtools.pg_server import free_port
-from devtools.webhook_receiver import WebhookReceiver
+from auditlake_devtools.pg_server import free_port
+from auditlake_devtools.webhook_receiver import WebhookReceiver
 from pipelines.alerts import headline, payload, post_json, send_alerts, skip_backlog
 from pipelines.config import ConfigError, load_config
 from pipelines.delta_util import ensure_schema, table_version

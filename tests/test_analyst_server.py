@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
-from devtools.pg_server import free_port
+from auditlake_devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
+from auditlake_devtools.pg_server import free_port
 from pipelines.gold.compact import mart_tables
 from pipelines.serve import start_auditor_server
 from pipelines.tables import tables

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from devtools.bench import _slope, delivery_batches
+from auditlake_devtools.bench import _slope, delivery_batches
 
 _DAY = re.compile(r"y=\d{4}/m=\d{2}/d=\d{2}")
 
@@ -35,7 +35,7 @@ def test_slope_is_seconds_per_event_of_history():
 
 
 def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
-    from devtools.bench import _all_figures, render_all
+    from auditlake_devtools.bench import _all_figures, render_all
     from pipelines.config import load_config
 
     def batch(n: int, history: int, gold: float, nodes) -> dict:
@@ -62,7 +62,7 @@ def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
 
 
 def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_says_where_time_went():
-    from devtools.bench_refresh import _gaps, render_refresh
+    from auditlake_devtools.bench_refresh import _gaps, render_refresh
     from pipelines.config import load_config
 
     lines = [
@@ -121,7 +121,7 @@ def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_s
 
 
 def test_a_builds_node_mix_counts_its_models_by_materialization_and_its_data_tests():
-    from devtools.bench_dbt_floor import node_mix
+    from auditlake_devtools.bench_dbt_floor import node_mix
 
     def node(kind: str, materialized: str | None = None, strategy: str | None = None) -> dict:
         config = {"materialized": materialized, **({"incremental_strategy": strategy} if strategy else {})}
@@ -144,7 +144,7 @@ def test_a_builds_node_mix_counts_its_models_by_materialization_and_its_data_tes
 
 
 def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_that_grew():
-    from devtools.bench_history import render_history
+    from auditlake_devtools.bench_history import render_history
     from pipelines.config import load_config
 
     def run(history: int, gold: float, nodes) -> dict:
@@ -177,8 +177,8 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
 
 
 def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
-    from devtools.bench_datasets import drop_increments, increment_days
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.bench_datasets import drop_increments, increment_days
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     landing = tmp_path / "landing"
     generate_activity_log(landing, 300, seed=7, days=1)
@@ -207,7 +207,7 @@ def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
 
 
 def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tmp_path):
-    from devtools.bench_history import seed_history
+    from auditlake_devtools.bench_history import seed_history
 
     user, job = "0a5f1e2c-1111-4222-8333-944455556666", "7b3c2d1e-aaaa-4bbb-8ccc-ddddeeeeffff"
     rows = spark.createDataFrame(
@@ -248,7 +248,7 @@ def test_seeded_history_is_earlier_weeks_with_their_own_occurrence_ids(spark, tm
 def test_the_typed_floor_reads_both_record_shapes_with_silvers_types(spark, tmp_path):
     import json
 
-    from devtools.bench import typed_floor
+    from auditlake_devtools.bench import typed_floor
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -266,10 +266,10 @@ def test_the_typed_floor_reads_both_record_shapes_with_silvers_types(spark, tmp_
 
 
 def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, tmp_path):
-    """The ingest bench's floor (devtools/bench_delivery_floor.py): the lake's tables and their
+    """The ingest bench's floor (auditlake_devtools/bench_delivery_floor.py): the lake's tables and their
     commits, jobs that overlap counted once, the floor's arithmetic and its lines in the report."""
-    from devtools.bench import render_ingest
-    from devtools.bench_delivery_floor import (
+    from auditlake_devtools.bench import render_ingest
+    from auditlake_devtools.bench_delivery_floor import (
         FLOOR_SCHEMA,
         StepClock,
         busy_seconds,
@@ -278,7 +278,7 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
         profile,
         unit_costs,
     )
-    from devtools.variant import variant_environ
+    from auditlake_devtools.variant import variant_environ
     from pipelines.config import load_config
 
     cfg = load_config("test", environ=variant_environ(tmp_path / "lake", "floor"))
@@ -342,7 +342,7 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
 
 
 def test_the_machines_speed_reading_gives_compute_and_memory_seconds(monkeypatch):
-    from devtools import machine_speed
+    from auditlake_devtools import machine_speed
 
     monkeypatch.setattr(machine_speed, "STEPS", 30_000)
     monkeypatch.setattr(machine_speed, "READS", 50_000)
@@ -354,7 +354,7 @@ def test_the_machines_speed_reading_gives_compute_and_memory_seconds(monkeypatch
 
 
 def test_the_serve_bench_runs_the_analyst_guides_queries_and_judges_the_target():
-    from devtools.bench_serve import guide_queries, render_serve
+    from auditlake_devtools.bench_serve import guide_queries, render_serve
 
     queries = guide_queries()
     assert len(queries) >= 10

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log import bronze
 from pipelines.activity_log.bronze import layout
 from pipelines.activity_log.bronze.decode import check_gzip

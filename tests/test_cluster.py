@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.pg_server import free_port
-from devtools.variant import variant_environ
+from auditlake_devtools.pg_server import free_port
+from auditlake_devtools.variant import variant_environ
 from pipelines.config import load_config
 from pipelines.standalone import ClusterError, Standalone
 from tests.lake import WRITE_COLUMNS, row_differences

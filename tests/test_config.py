@@ -189,7 +189,7 @@ def test_missing_secret_variable_names_key_and_files():
 def test_only_the_demo_names_the_bundled_write_back_sample_and_a_file_source_needs_a_path():
     """A real lake lands only real data: the shipped defaults read no Write-Back source (bronze is
     append-only: a sample's rows, once landed, would stay in the audit trail)."""
-    from devtools.sample import BUNDLED_EXPORT
+    from auditlake_devtools.sample import BUNDLED_EXPORT
 
     for env in ("local", "test", "cluster", "pgmeta", "s3"):
         cfg = load_config(
@@ -308,7 +308,7 @@ def test_base_yaml_is_the_declarations_defaults_key_for_key():
 
 def test_every_layout_the_config_accepts_is_written_and_read_back_as_that_layout():
     """generate.layout's choices: the writer makes each one's folders and bronze's classify reads them back."""
-    from devtools.sample.activity_log.writer import hour_folder, layout_dir
+    from auditlake_devtools.sample.activity_log.writer import hour_folder, layout_dir
     from pipelines.activity_log.bronze.layout import classify
     from pipelines.settings import GENERATE_LAYOUTS
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.config import load_config
 from pipelines.delta_util import table_version
 from pipelines.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person

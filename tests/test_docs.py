@@ -1,7 +1,7 @@
 """The docs name the tree and the commands as they are.
 
 - ``docs/architecture.md``'s code map (the tables of its ``## Code map`` section) has one row per
-  package and per file under ``pipelines/`` and ``devtools/``, and no other: a row's first cell is
+  package and per file under ``pipelines/`` and ``auditlake_devtools/``, and no other: a row's first cell is
   exactly one path relative to the repository root in backticks, a package written as its folder
   with a trailing ``/`` (``pipelines/activity_log/bronze/``; its ``__init__.py`` is that row), any
   other file by its own path (``pipelines/activity_log/bronze/land.py``, data files included).
@@ -21,7 +21,7 @@ from pathlib import Path
 from pipelines.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE_ROOTS = ("pipelines", "devtools")
+CODE_ROOTS = ("pipelines", "auditlake_devtools")
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 README = ROOT / "README.md"
 

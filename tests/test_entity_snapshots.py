@@ -253,8 +253,8 @@ def _content(row: dict, columns: list[str]) -> str:
 
 
 def test_generated_hourly_snapshots_give_one_version_per_change_and_exact_as_of(spark, lake_dir):
-    from devtools.sample.activity_log import generate_activity_log
-    from devtools.sample.activity_log.snapshots import ENTITY_TYPES
+    from auditlake_devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log.snapshots import ENTITY_TYPES
     from pipelines.entity_snapshots.silver import key_columns
 
     cfg = load_config("test", environ=variant_environ(lake_dir, "generated_snapshots"))

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.feed import log_quiet_sites, quiet_sites, update_feed_completeness
 from pipelines.config import load_config

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from devtools.sample.activity_log import (
+from auditlake_devtools.sample.activity_log import (
     DIRTY_KINDS,
     ENTITY_TYPES,
     UNKNOWN_TYPES,
@@ -30,8 +30,8 @@ from devtools.sample.activity_log import (
     full_record,
     generate_activity_log,
 )
-from devtools.sample.activity_log.records import generated_specs
-from devtools.sample.activity_log.values import SITE_ROLE_NAMES
+from auditlake_devtools.sample.activity_log.records import generated_specs
+from auditlake_devtools.sample.activity_log.values import SITE_ROLE_NAMES
 from pipelines.activity_log.registry import event_specs
 
 SEED = 7
@@ -579,7 +579,7 @@ def test_deprecated_permission_events_precede_the_cutover_when_the_window_allows
 
 
 def test_progress_is_reported(tmp_path, monkeypatch):
-    from devtools.sample.activity_log import generator
+    from auditlake_devtools.sample.activity_log import generator
 
     monkeypatch.setattr(generator, "PROGRESS_EVERY", 500)
     lines: list[str] = []
@@ -1052,7 +1052,7 @@ def test_dirty_snapshots_add_one_poison_file_and_one_silent_change(snap, snap_di
 def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
     import argparse
 
-    from devtools import commands
+    from auditlake_devtools import commands
     from pipelines.config import load_config
     from pipelines.refresh import command as refresh_command
     from tests.lake import KEYED

@@ -230,7 +230,7 @@ def test_publish_on_refresh_exports_and_publishes_and_a_failure_leaves_the_refre
 ):
     """tableau.publish_on_refresh: after gold, the export and `auditlake publish` (to the loopback
     Tableau REST API); with Tableau out of reach a line says so and the refresh is not failed."""
-    from devtools.tableau_server import TableauServer
+    from auditlake_devtools.tableau_server import TableauServer
     from pipelines.hyper.publish import STATE_FILE
     from pipelines.refresh import RefreshReport, publish_after_gold
 

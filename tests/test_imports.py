@@ -1,4 +1,4 @@
-"""No import circle among the modules of ``pipelines`` and ``devtools``.
+"""No import circle among the modules of ``pipelines`` and ``auditlake_devtools``.
 
 The graph is read from the source with ``ast``, nothing is imported, so a circle that only closes
 inside a function (an import moved into a function body to break it at run time) is still an edge:
@@ -25,7 +25,7 @@ from collections import deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("pipelines", "devtools")
+PACKAGES = ("pipelines", "auditlake_devtools")
 
 
 def _module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -193,7 +193,7 @@ def test_no_import_circle():
     graph = import_graph()
     # the graph was read: a known edge of each package is in it
     assert "pipelines.errors" in graph["pipelines.cli"]
-    assert "devtools.bench" in graph["devtools.commands"]
+    assert "auditlake_devtools.bench" in graph["auditlake_devtools.commands"]
     circles = import_circles(graph)
     assert not circles, "import circles:\n" + "\n".join(circles)
 

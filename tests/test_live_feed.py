@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import pipelines.activity_log.registry as registry
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log.silver import replay
 from pipelines.activity_log.silver.plan import family_plan
 from pipelines.activity_log.silver.transform import UNKNOWN_EVENT_TYPE

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.pg_server import PgServer, free_port
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.pg_server import PgServer, free_port
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.serve import beeline_rows
 
 pytestmark = [pytest.mark.slow(minutes=4), pytest.mark.subprocess, pytest.mark.e2e]

@@ -1,4 +1,4 @@
-"""``auditlake publish`` against a Tableau REST API on loopback (devtools/tableau_server.py), with
+"""``auditlake publish`` against a Tableau REST API on loopback (auditlake_devtools/tableau_server.py), with
 ``tableauserverclient`` itself on the client side: what reaches the server on a first publish, on a
 publish with nothing new, on an update of what changed, and when Tableau refuses or a job fails.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tableauhyperapi import Connection, CreateMode, HyperProcess, Telemetry
 
-from devtools.tableau_server import NO_API_ACCESS, TableauServer
+from auditlake_devtools.tableau_server import NO_API_ACCESS, TableauServer
 from pipelines.config import load_config
 from pipelines.hyper.export import META, SCHEMA, _q, _sql_text, _write_marks, hyper_path, incremental_keys
 from pipelines.hyper.publish import PAYLOAD_FILE, STATE_FILE, PublishError, publish

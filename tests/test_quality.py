@@ -10,7 +10,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log.silver.transform import bronze_of, stage
 from pipelines.config import load_config
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from devtools.s3_server import S3Server
-from devtools.sample.activity_log import generate_activity_log
-from devtools.variant import variant_environ
+from auditlake_devtools.s3_server import S3Server
+from auditlake_devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.variant import variant_environ
 from pipelines.config import ConfigError, load_config
 from pipelines.jars import coordinates
 from pipelines.spark_session import s3_conf

@@ -1,5 +1,5 @@
 """`auditlake serve --role auditor` with sign-in (LDAP) and TLS: the real server in a child process, a
-real OpenLDAP (devtools/ldap_server.py, `make ldap-deps`), a keystore made by keytool, and two real
+real OpenLDAP (auditlake_devtools/ldap_server.py, `make ldap-deps`), a keystore made by keytool, and two real
 clients: beeline (JDBC, shipped with PySpark) and impyla (the Thrift calls an ODBC driver makes).
 The analysts' server, with the same sign-in and TLS, is tests/test_analyst_server.py."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
-from devtools.pg_server import free_port
+from auditlake_devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
+from auditlake_devtools.pg_server import free_port
 from pipelines.config import ConfigError, load_config
 from pipelines.serve import beeline_rows
 from tests.serving import serving

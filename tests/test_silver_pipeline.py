@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from devtools.sample.activity_log import UNKNOWN_TYPES, generate_activity_log
+from auditlake_devtools.sample.activity_log import UNKNOWN_TYPES, generate_activity_log
 from pipelines.activity_log import bronze
 from pipelines.activity_log.registry import event_specs
 from pipelines.activity_log.silver.plan import family_plan

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from devtools.sample.activity_log import full_record
+from auditlake_devtools.sample.activity_log import full_record
 from pipelines.activity_log.bronze import to_bronze_rows
 from pipelines.activity_log.registry import event_spec, event_specs
 from pipelines.activity_log.silver.plan import column_name, family_plan, snake_case

@@ -1,4 +1,4 @@
-"""The tree's rules: the product (``pipelines``) never imports the tooling (``devtools``), the
+"""The tree's rules: the product (``pipelines``) never imports the tooling (``auditlake_devtools``), the
 tooling never imports the command line (``pipelines.cli``: it uses the product's packages, as the
 command line does), and the tooling's commands reach ``auditlake`` through the entry point group."""
 
@@ -25,7 +25,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_pipelines_never_import_devtools():
     offenders = {
-        str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n.split(".")[0] == "devtools")
+        str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n.split(".")[0] == "auditlake_devtools")
         for p in (ROOT / "pipelines").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -34,7 +34,7 @@ def test_pipelines_never_import_devtools():
 def test_devtools_never_import_the_command_line():
     offenders = {
         str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if n == "pipelines.cli")
-        for p in (ROOT / "devtools").rglob("*.py")
+        for p in (ROOT / "auditlake_devtools").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from devtools.sample.activity_log import generate_activity_log
-from devtools.sample.activity_log.generator import DEFAULT_START
+from auditlake_devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.activity_log.generator import DEFAULT_START
 from pipelines import unchanged
 from pipelines.alerts import AlertsReport
 from pipelines.config import load_config

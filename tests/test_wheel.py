@@ -7,7 +7,7 @@ clean and a dirty generated delivery, and the next one, which finds nothing new 
 That refresh is also the data-quality report `.ci/run` shows (one end-to-end run, not two): its
 folder, ``data/ci-dq``, is kept after the test with the refresh's summary and the GX Data Docs site.
 The fresh venv takes the pinned stack (Spark, dbt, GX) from this venv through a .pth line, not a
-second download; ``pipelines`` and ``devtools`` come from the wheel only.
+second download; ``pipelines`` and ``auditlake_devtools`` come from the wheel only.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 # the installed product's folder, kept for `.ci/run` to show: the refresh's summary and its Data Docs
 REPORT_DIR = CHECKOUT / "data" / "ci-dq"
 SUMMARY = "refresh-summary.txt"
+# a PyPI project whose import name our tooling package once had: the wheel must install beside it
+PYTHON_DEVTOOLS = "devtools==0.12.2"
 EVENTS = 250  # per delivery, a clean one and a dirty one: the dirty one has every kind of damage the generator makes
 # (at least two of each whatever its size); the refresh's time is mostly per file and per model, not per row
 
@@ -75,6 +77,8 @@ def installed(tmp_path_factory):
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv], root, env)
     python = venv / "bin" / "python"
+    # python-devtools (import name `devtools`, widely installed) first: the wheel installs beside it
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", PYTHON_DEVTOOLS], root, env)
     _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel], root, env)
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root, env).strip())
     (site / "pinned_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -86,7 +90,12 @@ def test_the_wheel_ships_every_data_file_and_the_project_folders(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = _shipped_files()
     # every file beside the modules (the registry, the catalogue, the glossary, the sample export)
-    beside_code = [f for f in shipped if f.startswith(("pipelines/", "devtools/")) and not f.endswith(".py")]
+    beside_code = [f for f in shipped if f.startswith(("pipelines/", "auditlake_devtools/")) and not f.endswith(".py")]
+    # its top-level import names are its own (none an existing PyPI project's but `pipelines`: docs/architecture.md)
+    assert {n.split("/")[0] for n in names if "/" in n and not n.split("/")[0].endswith((".dist-info", ".data"))} == {
+        "pipelines",
+        "auditlake_devtools",
+    }
     assert beside_code and [f for f in beside_code if f not in names] == []
     # conf/, dbt_project/, expectations/gx/ as pipelines/_project/, without a run's output
     for folder in BUNDLED:
@@ -114,12 +123,15 @@ def test_the_installed_product_runs_from_another_folder(installed):
         [
             venv / "bin" / "python",
             "-c",
-            "import pipelines.project as p, devtools; print(p.INSTALLED, p.__file__, devtools.__file__)",
+            "import pipelines.project as p, auditlake_devtools as t, devtools; "
+            "print(p.INSTALLED, p.__file__, t.__file__, devtools.debug.__module__, devtools.__file__)",
         ],
         work,
         env,
     ).split()
-    assert where[0] == "True" and all(Path(f).is_relative_to(site) for f in where[1:]), where
+    assert where[0] == "True" and all(Path(f).is_relative_to(site) for f in where[1:3]), where
+    # python-devtools is intact beside the product: its own `devtools` package, not ours
+    assert where[3] == "devtools.debug" and Path(where[4]).parent.name == "devtools", where
 
     registry = _run([auditlake, "registry"], work, env)
     assert "site:" in registry and "tenant:" in registry

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from devtools.sample.writeback import (
+from auditlake_devtools.sample.writeback import (
     DIRTY_KINDS,
     EXPORT_ONLY_KINDS,
     generate_historical_audit,

@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from devtools.pg_server import PgServer
-from devtools.sample.writeback import (
+from auditlake_devtools.pg_server import PgServer
+from auditlake_devtools.sample.writeback import (
     EXPORT_ONLY_KINDS,
     audit_row,
     generate_historical_audit,

@@ -10,8 +10,8 @@ Modules:
 * :mod:`.bronze`     land rows as strings, once per (database, ID) -> ``bronze.writeback_audit_raw``
 * :mod:`.silver`     typed, decoded, one row per ID -> ``silver.writeback_audit`` + quarantine
 
-Sample rows and a throwaway PostgreSQL are tooling: ``devtools/sample/writeback.py`` and
-``devtools/pg_server.py``.
+Sample rows and a throwaway PostgreSQL are tooling: ``auditlake_devtools/sample/writeback.py`` and
+``auditlake_devtools/pg_server.py``.
 
 The columns and action names below are those of the reference
 (``writeback-historical-audit.txt``).

@@ -6,7 +6,7 @@ tooling, not the pipeline): the real S3 REST API over HTTP, kept in memory, any 
     server.upload_tree(Path("landing"), "tableau-activity-log", "activity-log")
     server.stop()
 
-    python -m devtools.s3_server --port 9000       # until Ctrl-C
+    python -m auditlake_devtools.s3_server --port 9000       # until Ctrl-C
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.pg_server import free_port
+from auditlake_devtools.pg_server import free_port
 
 # moto accepts any key; these are what the lakehouse's s3.*_env variables are set to against it
 ACCESS_KEY = "testing"

@@ -1,7 +1,7 @@
 """The ``auditlake`` commands that use the sample generators or the benchmarks: ``demo``,
 ``generate activity-log``, ``generate writeback`` and ``bench``. Registered through the
 ``auditlake.commands`` entry point group (pyproject.toml), so the product's CLI
-(``pipelines/cli.py``) lists them without importing ``devtools``."""
+(``pipelines/cli.py``) lists them without importing ``auditlake_devtools``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from devtools.demo_sample import generate_and_report, generate_demo_sample
+from auditlake_devtools.demo_sample import generate_and_report, generate_demo_sample
 from pipelines.arguments import iso_time, positive_int
 from pipelines.config import Config
 from pipelines.console import log
@@ -35,7 +35,7 @@ def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_generate_writeback(_cfg: Config, args: argparse.Namespace) -> int:
-    from devtools.sample.writeback import generate_historical_audit, write_export
+    from auditlake_devtools.sample.writeback import generate_historical_audit, write_export
 
     rows = generate_historical_audit(args.rows, seed=args.seed, dirty=args.dirty)
     path = write_export(Path(args.out), rows)
@@ -60,7 +60,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
 def _place_writeback_sample(cfg: Config) -> None:
     """The bundled Write-Back export where conf reads it (``writeback.file.path``): in a checkout it is
     there already; an installed package reads conf's relative path from the current folder."""
-    from devtools.sample import BUNDLED_EXPORT
+    from auditlake_devtools.sample import BUNDLED_EXPORT
 
     target = cfg.path("writeback.file.path")
     if cfg.settings.writeback.source == "file" and not target.exists():
@@ -70,7 +70,7 @@ def _place_writeback_sample(cfg: Config) -> None:
 
 
 def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
-    from devtools.bench import run_bench
+    from auditlake_devtools.bench import run_bench
 
     run_bench(
         cfg,
@@ -87,7 +87,7 @@ def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_docs_analyst_guide(cfg: Config, args: argparse.Namespace) -> int:
-    from devtools.analyst_guide import GUIDE, write_guide
+    from auditlake_devtools.analyst_guide import GUIDE, write_guide
     from pipelines.spark_session import build_spark
 
     write_guide(build_spark(cfg), Path(args.guide) if args.guide else GUIDE, log=log)
@@ -96,7 +96,7 @@ def cmd_docs_analyst_guide(cfg: Config, args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add the tooling commands to ``auditlake``'s sub-command parser."""
-    from devtools.sample.activity_log.writer import LAYOUTS
+    from auditlake_devtools.sample.activity_log.writer import LAYOUTS
 
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo, needs_pseudonym_key=True)  # its refresh makes the analysts' copies
@@ -171,7 +171,7 @@ def register(sub) -> None:
         "--delivery",
         type=positive_int,
         help="--layer refresh / history: the new events of the delivery measured (the next day's; "
-        "default: BENCH_DELIVERY in devtools/bench.py)",
+        "default: BENCH_DELIVERY in auditlake_devtools/bench.py)",
     )
     p.add_argument("--sessions", type=positive_int, default=8, help="--layer serve: ordinary analysts' sessions")
     p.add_argument("--seconds", type=positive_int, default=120, help="--layer serve: how long each phase runs")

@@ -17,9 +17,15 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from devtools import machine_speed
-from devtools.bench_datasets import DATASET_SEED, HOUR_FOLDER, drop_increments, generated_dataset, increment_days
-from devtools.bench_delivery_floor import (
+from auditlake_devtools import machine_speed
+from auditlake_devtools.bench_datasets import (
+    DATASET_SEED,
+    HOUR_FOLDER,
+    drop_increments,
+    generated_dataset,
+    increment_days,
+)
+from auditlake_devtools.bench_delivery_floor import (
     StepClock,
     commits_between,
     jobs_between,
@@ -28,11 +34,11 @@ from devtools.bench_delivery_floor import (
     spark_jobs,
     unit_costs,
 )
-from devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
-from devtools.bench_history import bench_history, render_history
-from devtools.bench_refresh import bench_refresh, render_refresh
-from devtools.bench_serve import bench_serve, render_serve
-from devtools.variant import variant_environ
+from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
+from auditlake_devtools.bench_history import bench_history, render_history
+from auditlake_devtools.bench_refresh import bench_refresh, render_refresh
+from auditlake_devtools.bench_serve import bench_serve, render_serve
+from auditlake_devtools.variant import variant_environ
 from pipelines.config import Config, load_config
 
 
@@ -56,7 +62,7 @@ def _small_files(cfg: Config, log) -> tuple[Path, dict]:
     are cut into one file per line (gzip kept where the original was)."""
     import gzip
 
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     root = cfg.data_dir / "bench" / f"small-files-{SMALL_FILES_EVENTS}"
     landing = root / "landing"
@@ -314,7 +320,7 @@ def render_ingest(sets: list[dict], cfg: Config) -> str:
 
 
 def _render_delivery_floor(s: dict) -> str:
-    """The +1% delivery's jobs and commits, and its floor (devtools/bench_delivery_floor.py)."""
+    """The +1% delivery's jobs and commits, and its floor (auditlake_devtools/bench_delivery_floor.py)."""
     p, full, nothing = s["incr"]["profile"], _both(s, "full"), _both(s, "nothing")
     unit, commits = p["unit"], p["commits"]
     lines = [
@@ -482,7 +488,7 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     """The Hyper export (issue 29) on a lake of ``events`` refreshed through gold: the first export
     (every mart), one with nothing new, one after a +1% delivery's refresh, and the packaged data
     source; beside Spark's bare copy of the same analysts' tables to Parquet (the export's first half)."""
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
     from pipelines import storage
     from pipelines.analyst.publish import read_catalog, tables_location
     from pipelines.hyper.export import export_hyper, hyper_path

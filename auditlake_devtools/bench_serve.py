@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from devtools import machine_speed
-from devtools.pg_server import free_port
+from auditlake_devtools import machine_speed
+from auditlake_devtools.pg_server import free_port
 from pipelines.analyst.publish import CATALOG_FILE
 from pipelines.config import Config
 from pipelines.errors import InputError

@@ -1,6 +1,6 @@
 """dbt's floor on this engine: what a build of a delivery's nodes costs when each reads one row.
 
-The refresh bench (devtools/bench_refresh.py) runs this after its delivery with the delivery's own
+The refresh bench (auditlake_devtools/bench_refresh.py) runs this after its delivery with the delivery's own
 mix of nodes (views, tables, incremental merges and appends, data tests: ``node_mix``). Every model
 here reads a one-row Delta table and every test counts the rows of one model, so what such a build
 takes is what dbt-spark, Spark and Delta charge per node (dbt's metadata queries, a Spark job or
@@ -9,7 +9,7 @@ marts' SQL can take away. For contrast the same statements run without dbt, one 
 the same session: the engine's own floor.
 
 Run in a process of its own, on the lake the environment names (the bench's, not the project's):
-``python -m devtools.bench_dbt_floor '<mix as JSON>'``; it prints one JSON line of figures.
+``python -m auditlake_devtools.bench_dbt_floor '<mix as JSON>'``; it prints one JSON line of figures.
 """
 
 from __future__ import annotations

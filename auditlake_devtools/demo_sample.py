@@ -28,7 +28,7 @@ def generate_and_report(
     snapshot_every: int = 1,
 ) -> dict:
     """``generate_activity_log`` into ``out``, its progress and then its summary in one line -> the summary."""
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
     summary = generate_activity_log(

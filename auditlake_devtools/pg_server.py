@@ -5,8 +5,8 @@
 (trusted, for loading data with ``psql``). ``stop()`` stops it and removes the directory.
 ``initdb`` refuses to run as root, so as root the server runs as the ``postgres`` user.
 
-    python -m devtools.pg_server start --dir /tmp/wbpg [--load-sample]
-    python -m devtools.pg_server stop --dir /tmp/wbpg
+    python -m auditlake_devtools.pg_server start --dir /tmp/wbpg [--load-sample]
+    python -m auditlake_devtools.pg_server stop --dir /tmp/wbpg
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class PgServer:
 
 
 def _main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m devtools.pg_server")
+    parser = argparse.ArgumentParser(prog="python -m auditlake_devtools.pg_server")
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--dir", required=True, help="the server's directory (data, socket, log)")
     parser.add_argument("--load-sample", action="store_true", help="create both databases, load the bundled sample")
@@ -177,8 +177,8 @@ def _main() -> int:
     state.touch(mode=0o600)  # it holds the password
     state.write_text(json.dumps(server.describe()))
     if args.load_sample:
-        from devtools.sample import BUNDLED_EXPORT
-        from devtools.sample.writeback import load_export_into_postgres
+        from auditlake_devtools.sample import BUNDLED_EXPORT
+        from auditlake_devtools.sample.writeback import load_export_into_postgres
         from pipelines.config import load_config
 
         databases = load_config(needs_pseudonym_key=False).settings.writeback.databases

@@ -8,7 +8,7 @@ with ``--force`` (every layer), a delivery of ``--delivery`` new events for the 
 new again; then the same kinds of run in one ``refresh --every``
 process (its JVM warm between runs). For the delivery's run it keeps where the time went: the
 gaps between the command's own progress lines, dbt's thread-seconds by kind and slowest node, and
-dbt's floor for the same mix of nodes (devtools/bench_dbt_floor.py).
+dbt's floor for the same mix of nodes (auditlake_devtools/bench_dbt_floor.py).
 Targets (issue 30): the delivery's refresh at most 2x a refresh with nothing new; the first load
 at most 60 s and nothing new at most 10 s on a quiet machine (docs/performance.md, "Targets, and
 where they stand").
@@ -26,12 +26,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from devtools import machine_speed
-from devtools.bench_datasets import newest_day
-from devtools.bench_dbt_floor import node_mix
-from devtools.bench_harness import dbt_node_seconds
-from devtools.demo_sample import generate_demo_sample
-from devtools.sample import BUNDLED_EXPORT
+from auditlake_devtools import machine_speed
+from auditlake_devtools.bench_datasets import newest_day
+from auditlake_devtools.bench_dbt_floor import node_mix
+from auditlake_devtools.bench_harness import dbt_node_seconds
+from auditlake_devtools.demo_sample import generate_demo_sample
+from auditlake_devtools.sample import BUNDLED_EXPORT
 from pipelines.config import Config
 from pipelines.project import home
 
@@ -88,9 +88,9 @@ def _dbt_figures(target_dir: Path) -> dict:
 
 def _dbt_floor(env: dict[str, str], mix: dict[str, int], log) -> dict:
     """dbt's floor for the delivery's mix of nodes, in a process of its own on the bench's lake
-    (devtools/bench_dbt_floor.py)."""
+    (auditlake_devtools/bench_dbt_floor.py)."""
     log(f"bench [refresh]: dbt's floor for the delivery's nodes ({mix})")
-    command = [sys.executable, "-m", "devtools.bench_dbt_floor", json.dumps(mix)]
+    command = [sys.executable, "-m", "auditlake_devtools.bench_dbt_floor", json.dumps(mix)]
     out = subprocess.run(command, cwd=home(), env=env, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"bench: dbt's floor exited {out.returncode}:\n{out.stderr[-2000:]}")
@@ -101,7 +101,7 @@ def _dbt_floor(env: dict[str, str], mix: dict[str, int], log) -> dict:
 
 def _deliver_next_day(cfg: Config, landing: Path, events: int) -> None:
     """``events`` clean events for the day after the lake's newest, in the demo's layout."""
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     generate_activity_log(
         landing,
@@ -260,7 +260,7 @@ def _render_floor(floor: dict, dbt: dict, delivered: dict, forced: dict) -> list
     )
     at_floor = delivered["wall_s"] - dbt["elapsed_s"] + build["elapsed_s"]
     return [
-        f"dbt's floor for that build's nodes (`devtools/bench_dbt_floor.py`: the same mix, {kinds} and "
+        f"dbt's floor for that build's nodes (`auditlake_devtools/bench_dbt_floor.py`: the same mix, {kinds} and "
         f"{mix.get('test', 0)} data tests, each over a one-row Delta table, built by dbt in a process of its own "
         f"on {floor['threads']} threads): **{build['elapsed_s']:.0f} s** elapsed; the delivery's build took "
         f"{dbt['elapsed_s']:.0f} s, **{dbt['elapsed_s'] / build['elapsed_s']:.2f}x its floor**. Seconds per node, "

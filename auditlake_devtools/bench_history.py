@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from devtools import machine_speed
-from devtools.bench_datasets import DATASET_SEED, drop_increments, generated_dataset, increment_days
-from devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
+from auditlake_devtools import machine_speed
+from auditlake_devtools.bench_datasets import DATASET_SEED, drop_increments, generated_dataset, increment_days
+from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
 from pipelines.config import Config
 
 SMALL_HISTORY = 500_000

@@ -9,7 +9,7 @@ late, as a receiver that took an alert but whose answer the sender gave up on), 
     receiver.received                         # [(headers, body bytes), ...] of the POSTs taken
     receiver.stop()
 
-    python -m devtools.webhook_receiver --port 8099    # prints each body until Ctrl-C
+    python -m auditlake_devtools.webhook_receiver --port 8099    # prints each body until Ctrl-C
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ DATASET_SEED = 1  # the generated data sets' world (a delivery with it has the s
 def generated_dataset(cfg: Config, events: int, log) -> tuple[Path, dict]:
     """The data set of ``events`` events over seven days (generated the first time, reused after) ->
     its landing folder and its files' count and bytes."""
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     root = cfg.data_dir / "bench" / f"events-{events}"
     landing = root / "landing"
@@ -73,7 +73,7 @@ def increment_days(landing: Path, events: int, seed: int = 2, days: int = 1) -> 
     Tableau delivers it (under the hours it makes it available): each ``next`` lands the next day's
     files and yields how many. The generator's ``seed`` makes its world: the data set's own seed gives
     the same sites and users."""
-    from devtools.sample.activity_log import generate_activity_log
+    from auditlake_devtools.sample.activity_log import generate_activity_log
 
     extra_root = landing.parent / "increment"
     shutil.rmtree(extra_root, ignore_errors=True)

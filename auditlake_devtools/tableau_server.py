@@ -198,7 +198,9 @@ class TableauServer:
                 return self._update(r, what.split("/")[1], handler, body)
             if r.method == "GET" and what.startswith("jobs/"):
                 return self._job(r, what.split("/", 1)[1])
-        raise _Refused(404, "404000", "Not Found", f"{r.method} {r.path}: not implemented by devtools.tableau_server")
+        raise _Refused(
+            404, "404000", "Not Found", f"{r.method} {r.path}: not implemented by auditlake_devtools.tableau_server"
+        )
 
     def _check(self, r: Received) -> None:
         if r.op in self.refuse:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from devtools.sample import BUNDLED_EXPORT
-from devtools.variant import variant_environ
+from auditlake_devtools.sample import BUNDLED_EXPORT
+from auditlake_devtools.variant import variant_environ
 from pipelines.config import Config, load_config
 from pipelines.tables import tables
 

@@ -10,7 +10,7 @@ one and not the other:
 - memory: reads at scattered places of a list too large for the caches, as a JVM's object graph and
   a query's hash tables are read.
 
-    python3 -m devtools.machine_speed
+    python3 -m auditlake_devtools.machine_speed
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def describe() -> str:
     return (
         f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}; "
         f"speed reading: compute {compute_seconds():.3f} s, memory {memory_seconds():.3f} s "
-        "(`python3 -m devtools.machine_speed`; lower is faster)"
+        "(`python3 -m auditlake_devtools.machine_speed`; lower is faster)"
     )
 
 

@@ -9,8 +9,8 @@ and removes the directory. Debian's ``slapd`` and ``ldap-utils`` (``make ldap-de
 ``start(users, tls=True)`` serves ldaps:// instead, with a certificate for 127.0.0.1 signed by a
 private CA made for it (``ca_cert``: the PEM a client must trust), as a company directory is.
 
-    python -m devtools.ldap_server start --dir /tmp/ldap --user alice:secret
-    python -m devtools.ldap_server stop --dir /tmp/ldap
+    python -m auditlake_devtools.ldap_server start --dir /tmp/ldap --user alice:secret
+    python -m auditlake_devtools.ldap_server stop --dir /tmp/ldap
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devtools.pg_server import free_port
+from auditlake_devtools.pg_server import free_port
 
 SUFFIX = "dc=auditlake,dc=test"
 PEOPLE = f"ou=people,{SUFFIX}"
@@ -224,7 +224,7 @@ def _run(cmd: list[str]) -> str:
 
 
 def _main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m devtools.ldap_server")
+    parser = argparse.ArgumentParser(prog="python -m auditlake_devtools.ldap_server")
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("--dir", required=True, help="the server's directory (config, database, pid file)")
     parser.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD", help="a person to load")
