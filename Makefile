@@ -28,23 +28,29 @@ PYTEST_WORKERS ?= 2
 DEMO_KEY := data/pseudonym.key
 export AUDITLAKE_PSEUDONYM_KEY ?= $(shell mkdir -p data && { test -s $(DEMO_KEY) || (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > $(DEMO_KEY)); } && cat $(DEMO_KEY))
 
-.PHONY: demo test test-e2e test-fast setup jars system-deps pg-deps ldap-deps clients registry lint format lint-sql bench clean distclean
+.PHONY: demo test test-e2e s3-jars test-fast setup jars system-deps pg-deps ldap-deps clients registry lint format lint-sql bench clean distclean
 
 demo: setup
 	@$(BIN)/auditlake --env demo demo
 
 # The class archive's recording and the SQL lint each start a JVM and keep about one core busy for a
-# minute or more: on a fresh clone they run at once (their output each in one piece), the suite after both.
-test: jars pg-deps ldap-deps clients lint
-	@$(MAKE) --no-print-directory -j2 --output-sync=target setup lint-sql
-	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not e2e" $(PYTEST_ARGS)
-
-# The end-to-end chains of processes `make test` leaves out (marker e2e: the kill-and-rerun chain of a
+# minute or more: on a fresh clone they run at once (their output each in one piece), and the S3 test's
+# JARs download beside them (a download, not CPU); the suite after all three.
+# Every test, the end-to-end chains of processes included (marker e2e: the kill-and-rerun chains of a
 # refresh and an erasure, the refresh with the lake in S3, the refresh on a standalone cluster, a refresh
-# beside the Thrift server on a PostgreSQL metastore): about an hour on 2 cores. Run them before a
-# release and after a change to the refresh, erase, S3, cluster or metastore code.
-test-e2e: setup pg-deps ldap-deps clients
+# beside the Thrift server on a PostgreSQL metastore): each promise of the product is kept in CI.
+test: jars pg-deps ldap-deps clients lint
+	@$(MAKE) --no-print-directory -j3 --output-sync=target setup lint-sql s3-jars
+	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# The end-to-end chains alone, for a change to the refresh, erase, S3, cluster or metastore code.
+test-e2e: setup pg-deps ldap-deps clients s3-jars
 	@PYTHONUNBUFFERED=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m e2e $(PYTEST_ARGS)
+
+# The S3A client's JARs (hadoop-aws, the AWS SDK bundle) the S3 test refreshes with, fetched once into
+# .cache/jars; fetching needs no credentials (AWS's provider chain: none is read).
+s3-jars: jars
+	@AUDITLAKE__S3__CREDENTIALS=provider_chain $(BIN)/auditlake --env s3 setup --jars-only
 
 # The slice that needs no Spark, dbt, PostgreSQL or child process: seconds, not minutes.
 test-fast: $(STAMP)

@@ -172,7 +172,7 @@ def test_the_servers_views_list_each_column_with_its_description_as_the_metastor
     entry = {**entry, "columns": {**entry["columns"], column: long}}
     schema = "test_server_views"
     try:
-        assert sync_views(spark, tables_location(cfg), {"schema": schema, "marts": {name: entry}}) == 1
+        assert list(sync_views(spark, tables_location(cfg), {"schema": schema, "marts": {name: entry}})) == [name]
         listed = {c.name: c.description for c in spark.catalog.listColumns(f"{schema}.{name}")}
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
