@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -142,3 +143,33 @@ def fingerprint(frame, ignore: tuple[str, ...] = (), also: tuple = ()) -> tuple:
         *also,
     ).first()
     return tuple(row)
+
+
+def holding_by_table(frames: dict, values: list[str]) -> dict[str, int]:
+    """The rows of each frame holding a value (in any case, anywhere in the row read as JSON), the names
+    with none left out, in one job over them all: reading the wide rows as JSON is most of the time, and
+    one job over a lake's ~60 tables costs less than a job each. Not for counts: Delta answers a table's
+    own count from its log."""
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    def text(name: str, frame: DataFrame) -> DataFrame:
+        row = F.lower(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns])))
+        return frame.select(F.lit(name).alias("name"), row.alias("text"))
+
+    hit = reduce(lambda a, b: a | b, [F.col("text").contains(v.lower()) for v in values])
+    rows = reduce(DataFrame.unionByName, [text(name, frame) for name, frame in frames.items()])
+    return {r["name"]: r["n"] for r in rows.where(hit).groupBy("name").agg(F.count("*").alias("n")).collect()}
+
+
+def file_gone(folder: str | Path) -> str:
+    """What a read of a Delta table's version says when a data file of that version under ``folder`` was
+    vacuumed (Spark's error, raised through py4j as ``Py4JJavaError``): a pattern for ``pytest.raises``.
+    ``folder`` may be the end of the path only (``silver.db/site_events``)."""
+    return (
+        r"\[FAILED_READ_FILE\.FILE_NOT_EXIST\] Encountered error while reading file \S*"
+        + re.escape("/" + str(folder).strip("/"))
+        + r"/\S+\. File does not exist\."
+    )

@@ -40,6 +40,8 @@ def cluster_environ(lake_dir, gold_lake):
         AUDITLAKE__PATHS__LANDING_DIR=gold_lake[0].path("paths.landing_dir").as_uri(),
         AUDITLAKE__WRITEBACK__SOURCE="file",
         AUDITLAKE__WRITEBACK__FILE__PATH=str(gold_lake[0].path("writeback.file.path")),
+        # the driver as cron starts a refresh: the JIT's C1 alone, fewer CPU-seconds for a short-lived process
+        AUDITLAKE__SPARK__JIT="c1",
     )
     environ.pop("AUDITLAKE_ENV", None)
     cluster = Standalone.from_config(load_config("cluster", environ=environ))
