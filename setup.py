@@ -1,6 +1,6 @@
 """The build's one step pyproject.toml cannot declare: copying the project's folders (conf/, dbt_project/,
 expectations/gx/) into the package as pipelines/_project/, so an installed wheel has its configuration
-defaults, dbt project and GX template (pipelines/project.py finds them there). An editable install
+defaults, dbt project and GX template (pipelines/config/project.py finds them there). An editable install
 reads them from the checkout instead."""
 
 import shutil
@@ -9,7 +9,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-# pipelines/project.py BUNDLED: the same three folders (not imported: the build runs before the package is)
+# pipelines/config/project.py BUNDLED: the same three folders (not imported: the build runs before the package is)
 BUNDLED = ("conf", "dbt_project", "expectations/gx")
 # a run's output, never the project's files
 NOT_SHIPPED = shutil.ignore_patterns(

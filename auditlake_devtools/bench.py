@@ -39,7 +39,7 @@ from auditlake_devtools.bench_history import bench_history, render_history
 from auditlake_devtools.bench_refresh import bench_refresh, render_refresh
 from auditlake_devtools.bench_serve import bench_serve, render_serve
 from auditlake_devtools.variant import variant_environ
-from pipelines.config import Config, load_config
+from pipelines.config.load import Config, load_config
 
 
 def write_section(doc: Path, layer: str, body: str) -> None:
@@ -248,7 +248,7 @@ def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, ev
 
 
 def bench_ingest(cfg: Config, events: int, log) -> list[dict]:
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     spark = build_spark(cfg)
     landing, data = generated_dataset(cfg, events, log)
@@ -376,7 +376,7 @@ def bench_all(cfg: Config, events: int, batches: int, log, on_batch=None) -> dic
     """End-to-end ``auditlake refresh`` (every layer, gates included) per delivery as history grows.
     ``on_batch(figures)`` is called after each batch (a long run leaves its figures as it goes)."""
     from pipelines.refresh import LAYERS, run_refresh
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     dataset, data = generated_dataset(cfg, events, log)
     bcfg = bench_cfg(cfg, dataset.parent)
@@ -489,12 +489,12 @@ def bench_export(cfg: Config, events: int, log) -> dict:
     (every mart), one with nothing new, one after a +1% delivery's refresh, and the packaged data
     source; beside Spark's bare copy of the same analysts' tables to Parquet (the export's first half)."""
     from auditlake_devtools.sample.activity_log import generate_activity_log
-    from pipelines import storage
     from pipelines.analyst.publish import read_catalog, tables_location
     from pipelines.hyper.export import export_hyper, hyper_path
     from pipelines.hyper.tdsx import write_tdsx
+    from pipelines.lake import storage
     from pipelines.refresh import run_refresh
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     root = cfg.data_dir / "bench" / f"export-{events}"
     bcfg = bench_cfg(cfg, root)  # with the bundled Write-Back export: gold reads it

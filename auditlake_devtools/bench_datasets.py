@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 DATASET_SEED = 1  # the generated data sets' world (a delivery with it has the same sites and users)
 

@@ -134,8 +134,8 @@ def _plain_statements(spark, mix: dict[str, int]) -> dict[str, float]:
 def measure(mix: dict[str, int]) -> dict:
     """The tables created as a delivery finds them, the floor project built by dbt (its incremental
     models merge or append one row), then the same statements without dbt."""
-    from pipelines.config import load_config
-    from pipelines.spark_session import build_spark
+    from pipelines.config.load import load_config
+    from pipelines.runtime.spark_session import build_spark
 
     cfg = load_config()
     started = time.monotonic()

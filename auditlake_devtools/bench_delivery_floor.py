@@ -16,9 +16,9 @@ import time
 import urllib.request
 from datetime import datetime
 
-from pipelines.config import Config
-from pipelines.delta_util import table_version
-from pipelines.tables import tables
+from pipelines.config.load import Config
+from pipelines.lake.delta_tables import table_version
+from pipelines.lake.table_names import tables
 
 FLOOR_SCHEMA = "bench_floor"  # a scratch schema of the floor's one table, dropped after
 
@@ -36,7 +36,7 @@ def spark_jobs(spark) -> list[dict]:
     def ts(text: str) -> float:
         return datetime.strptime(text[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
 
-    # a job's description is the step that ran it (pipelines.spark_session.describe_jobs)
+    # a job's description is the step that ran it (pipelines.runtime.spark_session.describe_jobs)
     return [
         {
             "id": j["jobId"],

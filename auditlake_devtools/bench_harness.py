@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from auditlake_devtools.sample import BUNDLED_EXPORT
 from auditlake_devtools.variant import variant_environ
-from pipelines.config import Config, load_config
-from pipelines.tables import tables
+from pipelines.config.load import Config, load_config
+from pipelines.lake.table_names import tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -10,7 +10,7 @@ every layer. The figure compared is the second delivery's gold time (dbt build, 
 copies), with dbt's slowest models at both sizes: the ones that grow are the ones still recomputing
 history. The second, because an hourly lake's deliveries follow other deliveries; the first after
 the seeding is shown beside it (it once read every seeded silver file again, each holding the marts'
-newest silver_ingest_ts, until gold's marks became the end of that second: pipelines/silver_stamp.py).
+newest silver_ingest_ts, until gold's marks became the end of that second: pipelines/lake/silver_stamp.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from auditlake_devtools import machine_speed
 from auditlake_devtools.bench_datasets import DATASET_SEED, drop_increments, generated_dataset, increment_days
 from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 SMALL_HISTORY = 500_000
 BASE_EVENTS = 100_000  # one generated week, copied back in time to the size asked
@@ -71,8 +71,8 @@ def seed_history(spark, table: str, copies: int) -> int:
 
 def _history_lake(spark, cfg: Config, size: int, delivery: int, log) -> dict:
     from pipelines.activity_log import FAMILIES
+    from pipelines.lake.table_names import tables
     from pipelines.refresh import run_refresh
-    from pipelines.tables import tables
 
     landing, _data = generated_dataset(cfg, BASE_EVENTS, log)
     bcfg = bench_cfg(cfg, landing.parent.parent / f"history-{size}")
@@ -137,7 +137,7 @@ def _delivery(spark, bcfg: Config, landing, added: int, name: str, log) -> dict:
 
 
 def bench_history(cfg: Config, events: int, delivery: int, log) -> list[dict]:
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     spark = build_spark(cfg)
     return [_history_lake(spark, cfg, size, delivery, log) for size in sorted({min(SMALL_HISTORY, events), events})]

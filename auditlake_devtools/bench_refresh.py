@@ -32,8 +32,8 @@ from auditlake_devtools.bench_dbt_floor import node_mix
 from auditlake_devtools.bench_harness import dbt_node_seconds
 from auditlake_devtools.demo_sample import generate_demo_sample
 from auditlake_devtools.sample import BUNDLED_EXPORT
-from pipelines.config import Config
-from pipelines.project import home
+from pipelines.config.load import Config
+from pipelines.config.project import home
 
 _DONE = re.compile(r"refresh \S+ done: (.*)$")
 _LAYER = re.compile(r"(\w+) ([\d.]+)s")
@@ -131,7 +131,7 @@ def bench_refresh(cfg: Config, delivery: int, log) -> dict:
     summary = generate_demo_sample(cfg, landing)
     runs = [
         _refresh_process(env, cfg, f"first load ({summary['records']:,} events)", log),
-        _refresh_process(env, cfg, "nothing new (stops before Spark: pipelines/unchanged.py)", log),
+        _refresh_process(env, cfg, "nothing new (stops before Spark: pipelines/refresh/nothing_new.py)", log),
         _refresh_process(env, cfg, "nothing new, `--force` (every layer)", log, "--force"),
     ]
     _deliver_next_day(cfg, landing, delivery)

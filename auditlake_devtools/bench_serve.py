@@ -20,9 +20,9 @@ from pathlib import Path
 from auditlake_devtools import machine_speed
 from auditlake_devtools.pg_server import free_port
 from pipelines.analyst.publish import CATALOG_FILE
-from pipelines.config import Config
+from pipelines.config.load import Config
+from pipelines.config.project import IMPORT_ROOT
 from pipelines.errors import InputError
-from pipelines.project import IMPORT_ROOT
 
 CLIENT_PYTHON = IMPORT_ROOT / ".cache" / "clients" / "bin" / "python"  # `make clients`
 LOAD = Path(__file__).resolve().parent / "serve_load.py"

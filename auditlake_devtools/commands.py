@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 from auditlake_devtools.demo_sample import generate_and_report, generate_demo_sample
-from pipelines.arguments import iso_time, positive_int
-from pipelines.config import Config
-from pipelines.console import log
+from pipelines.command.arguments import iso_time, positive_int
+from pipelines.command.console import log
+from pipelines.config.load import Config
 
 
 def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
@@ -88,7 +88,7 @@ def cmd_bench(cfg: Config, args: argparse.Namespace) -> int:
 
 def cmd_docs_analyst_guide(cfg: Config, args: argparse.Namespace) -> int:
     from auditlake_devtools.analyst_guide import GUIDE, write_guide
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     write_guide(build_spark(cfg), Path(args.guide) if args.guide else GUIDE, log=log)
     return 0

@@ -9,9 +9,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.arguments import iso_time
-from pipelines.config import Config
-from pipelines.console import log
+from pipelines.command.arguments import iso_time
+from pipelines.command.console import log
+from pipelines.config.load import Config
 
 
 def generate_and_report(

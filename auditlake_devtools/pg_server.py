@@ -179,7 +179,7 @@ def _main() -> int:
     if args.load_sample:
         from auditlake_devtools.sample import BUNDLED_EXPORT
         from auditlake_devtools.sample.writeback import load_export_into_postgres
-        from pipelines.config import load_config
+        from pipelines.config.load import load_config
 
         databases = load_config(needs_pseudonym_key=False).settings.writeback.databases
         load_export_into_postgres(server, BUNDLED_EXPORT, databases)

@@ -33,21 +33,21 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from pipelines import spark_session
 from pipelines.activity_log.registry import load_registry, summary_lines
 from pipelines.analyst.guard import guard_jar
-from pipelines.arguments import add_wait, parse_every, positive_int
-from pipelines.class_archive import record_archive
-from pipelines.config import NO_S3_CLIENT, SERVE_ROLES, Config, has_no_s3_client, load_config, secret
-from pipelines.console import log
-from pipelines.error_log import write_traceback
+from pipelines.command.arguments import add_wait, parse_every, positive_int
+from pipelines.command.console import log
+from pipelines.command.error_log import write_traceback
+from pipelines.config.load import NO_S3_CLIENT, SERVE_ROLES, Config, has_no_s3_client, load_config, secret
 from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
-from pipelines.jars import fetch_jars, missing_jars
-from pipelines.ops import refresh_lock
-from pipelines.query import format_rows, run_query
-from pipelines.serve import serve_auditors
-from pipelines.silver_stamp import wait_until_stamps_past
-from pipelines.tables import tables
+from pipelines.lake.silver_stamp import wait_until_stamps_past
+from pipelines.lake.table_names import tables
+from pipelines.refresh.run_log import refresh_lock
+from pipelines.runtime import spark_session
+from pipelines.runtime.class_archive import record_archive
+from pipelines.runtime.jars import fetch_jars, missing_jars
+from pipelines.serving.query import format_rows, run_query
+from pipelines.serving.thrift import serve_auditors
 
 # The imports inside the handlers below are the modules of one command: each loads only when its
 # command runs, so `auditlake --help`, `registry` and `setup` start without loading the layers, dbt
@@ -136,7 +136,7 @@ def cmd_serve(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.reconcile import print_lake_checks
+    from pipelines.integrity.reconcile import print_lake_checks
 
     return 0 if print_lake_checks(spark_session.build_spark(cfg), cfg) else 1
 
@@ -166,7 +166,7 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
 def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
     """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way. An erasure a
     crash left pending is finished first (without --user: only that)."""
-    from pipelines.erase import erase_person, finish_pending_erasure
+    from pipelines.personal_data.erase import erase_person, finish_pending_erasure
 
     salt = secret(cfg, "erase.salt_env") if args.user else ""
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
@@ -181,7 +181,7 @@ def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
 def cmd_alerts(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: a refresh with alerts.on_refresh sends too, and two runs must not post
     the same pending rows. Exit 1 while an alert stays pending (a scheduler retries)."""
-    from pipelines.alerts import send_alerts, skip_backlog, webhook_url
+    from pipelines.alerts.webhook import send_alerts, skip_backlog, webhook_url
 
     if args.skip_backlog:
         with refresh_lock(cfg, wait_seconds=args.wait, log=log):
@@ -246,7 +246,7 @@ def cmd_dq_report(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(cfg: Config, args: argparse.Namespace) -> int:
-    from pipelines.standalone import Standalone
+    from pipelines.runtime.standalone import Standalone
 
     cluster = Standalone.from_config(cfg)
     if args.action == "start":
@@ -314,7 +314,7 @@ def _add_refresh(sub) -> None:
         "--force",
         action="store_true",
         help="run every layer even when the file system shows nothing new since the last complete "
-        "refresh (by default such a refresh stops before Spark starts: pipelines/unchanged.py)",
+        "refresh (by default such a refresh stops before Spark starts: pipelines/refresh/nothing_new.py)",
     )
     p.add_argument(
         "--wait",

@@ -15,10 +15,10 @@ import pytest
 
 from auditlake_devtools.pg_server import free_port
 from auditlake_devtools.sample.activity_log import generate_activity_log
-from pipelines.config import load_config
-from pipelines.project import DBT_DIR
+from pipelines.config.load import load_config
+from pipelines.config.project import DBT_DIR
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.tables import tables
 from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
@@ -161,7 +161,7 @@ def cfg(lake_dir):
 
 @pytest.fixture(scope="session")
 def spark(cfg):
-    from pipelines.spark_session import build_spark
+    from pipelines.runtime.spark_session import build_spark
 
     session = build_spark(cfg)
     yield session

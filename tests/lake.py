@@ -43,7 +43,7 @@ def move_day(generated: Path, landing: Path, day: str, family: str | None = None
 
 def delta_versions(spark, names: list[str]) -> dict[str, int]:
     """The version of each Delta table of ``names`` (views skipped), for ``restore_versions``."""
-    from pipelines.delta_util import table_version
+    from pipelines.lake.delta_tables import table_version
 
     return {n: table_version(spark, n) for n in names if spark.catalog.getTable(n).tableType != "VIEW"}
 
@@ -53,8 +53,8 @@ def restore_versions(spark, cfg, versions: dict[str, int]) -> None:
     a test's rows added to a shared lake, and the models built over them, undone without building those
     models again. A few at once, each planned as the small table it is: restoring is mostly the
     driver's planning, which one by one with the session's settings leaves the cores idle."""
-    from pipelines.delta_util import for_each_table, table_version
-    from pipelines.spark_session import small_tables
+    from pipelines.lake.delta_tables import for_each_table, table_version
+    from pipelines.runtime.spark_session import small_tables
 
     changed = [name for name, version in versions.items() if table_version(spark, name) != version]
     with small_tables(spark, cfg, changed):

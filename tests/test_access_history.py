@@ -12,7 +12,7 @@ from datetime import datetime
 
 import pytest
 
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.errors import UsageError
 from pipelines.gold import run as gold_run
 from pipelines.gold.run import run_dbt

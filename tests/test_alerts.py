@@ -13,12 +13,12 @@ import pytest
 
 from auditlake_devtools.pg_server import free_port
 from auditlake_devtools.webhook_receiver import WebhookReceiver
-from pipelines.alerts import headline, payload, post_json, send_alerts, skip_backlog
-from pipelines.config import ConfigError, load_config
-from pipelines.delta_util import ensure_schema, table_version
-from pipelines.erase import Person, erasable_tables, pseudonymise_table, token_for
+from pipelines.alerts.webhook import headline, payload, post_json, send_alerts, skip_backlog
+from pipelines.config.load import ConfigError, load_config
+from pipelines.lake.delta_tables import ensure_schema, table_version
+from pipelines.lake.table_names import tables
+from pipelines.personal_data.erase import Person, erasable_tables, pseudonymise_table, token_for
 from pipelines.refresh import RefreshReport, send_alerts_after_gold
-from pipelines.tables import tables
 from tests.lake import use_variant, variant_environ
 
 DETECTIONS_SCHEMA = (

@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 from auditlake_devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from auditlake_devtools.pg_server import free_port
 from pipelines.gold.compact import mart_tables
-from pipelines.serve import start_auditor_server
-from pipelines.tables import tables
+from pipelines.lake.table_names import tables
+from pipelines.serving.thrift import start_auditor_server
 from tests.lake import variant_environ
 from tests.serving import HOST, serving
 from tests.test_serve_auth import KEYSTORE_PASSWORD, make_tls_material

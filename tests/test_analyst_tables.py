@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from pipelines import storage
 from pipelines.analyst.publish import (
     CATALOG_FILE,
     mart_docs,
@@ -22,11 +21,12 @@ from pipelines.analyst.publish import (
     tables_location,
 )
 from pipelines.analyst.server import COLUMN_COMMENT_MAX, sync_views
+from pipelines.config.settings import Settings
 from pipelines.gold.compact import mart_tables
+from pipelines.lake import storage
+from pipelines.lake.table_names import tables
 from pipelines.personal_data import MASKED_ROLES, NONE, RAW, catalogue
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
-from pipelines.settings import Settings
-from pipelines.tables import tables
 from tests.lake import fingerprints
 
 

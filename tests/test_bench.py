@@ -36,7 +36,7 @@ def test_slope_is_seconds_per_event_of_history():
 
 def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
     from auditlake_devtools.bench import _all_figures, render_all
-    from pipelines.config import load_config
+    from pipelines.config.load import load_config
 
     def batch(n: int, history: int, gold: float, nodes) -> dict:
         return {
@@ -63,7 +63,7 @@ def test_the_all_layers_report_gives_gold_growth_and_dbt_nodes_side_by_side():
 
 def test_the_refresh_report_compares_the_delivery_with_the_faster_idle_run_and_says_where_time_went():
     from auditlake_devtools.bench_refresh import _gaps, render_refresh
-    from pipelines.config import load_config
+    from pipelines.config.load import load_config
 
     lines = [
         (5.0, "refresh r1: layers bronze, silver, gold"),
@@ -145,7 +145,7 @@ def test_a_builds_node_mix_counts_its_models_by_materialization_and_its_data_tes
 
 def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_that_grew():
     from auditlake_devtools.bench_history import render_history
-    from pipelines.config import load_config
+    from pipelines.config.load import load_config
 
     def run(history: int, gold: float, nodes) -> dict:
         return {
@@ -279,7 +279,7 @@ def test_a_deliverys_floor_counts_its_commits_and_jobs_at_one_rows_cost(spark, t
         unit_costs,
     )
     from auditlake_devtools.variant import variant_environ
-    from pipelines.config import load_config
+    from pipelines.config.load import load_config
 
     cfg = load_config("test", environ=variant_environ(tmp_path / "lake", "floor"))
     spark.sql("CREATE SCHEMA IF NOT EXISTS bronze_floor")

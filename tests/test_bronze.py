@@ -17,9 +17,9 @@ from pipelines.activity_log import bronze
 from pipelines.activity_log.bronze import layout
 from pipelines.activity_log.bronze.decode import check_gzip
 from pipelines.activity_log.bronze.land import land_bronze
-from pipelines.config import load_config
+from pipelines.config.load import load_config
+from pipelines.lake.table_names import tables
 from pipelines.refresh import new_run_id
-from pipelines.tables import tables
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
@@ -422,8 +422,8 @@ def test_a_tree_with_no_activity_log_file_says_so(spark, lake_dir):
 
 
 def test_files_of_a_run_killed_before_its_ledger_commit_are_not_landed_again(spark, lake_dir):
-    from pipelines import storage
     from pipelines.activity_log.bronze.land import _state_path
+    from pipelines.lake import storage
 
     cfg = variant(lake_dir, "unledgered")
     generate_activity_log(cfg.path("paths.landing_dir"), 300, seed=29, days=1)

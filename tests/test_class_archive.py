@@ -1,4 +1,4 @@
-"""The Spark driver's class archive (pipelines/class_archive.py): recorded by `auditlake setup` (which
+"""The Spark driver's class archive (pipelines/runtime/class_archive.py): recorded by `auditlake setup` (which
 `make test` runs first), named for its JVM and JARs, and mapped by the sessions that match it."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 
-from pipelines.class_archive import _java, archive_path, java_options
-from pipelines.config import load_config
+from pipelines.config.load import load_config
+from pipelines.runtime.class_archive import _java, archive_path, java_options
 
 
 def test_the_archive_is_named_for_the_jvm_and_the_jars(cfg, tmp_path):

@@ -15,8 +15,8 @@ import pytest
 
 from auditlake_devtools.pg_server import free_port
 from auditlake_devtools.variant import variant_environ
-from pipelines.config import load_config
-from pipelines.standalone import ClusterError, Standalone
+from pipelines.config.load import load_config
+from pipelines.runtime.standalone import ClusterError, Standalone
 from tests.lake import WRITE_COLUMNS, row_differences
 
 pytestmark = [pytest.mark.slow(minutes=5), pytest.mark.subprocess]

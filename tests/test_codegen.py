@@ -7,9 +7,9 @@ import json
 import os
 
 from pipelines.activity_log.silver.promote import appended_versions, bronze_row_count
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.gold.run import over_silver
-from pipelines.spark_session import SMALL_INPUT, small_input_below
+from pipelines.runtime.spark_session import SMALL_INPUT, small_input_below
 
 
 def _cfg(cfg, **overrides):

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from pipelines.config import ConfigError, load_config, secret
-from pipelines.project import CONF_DIR, home
+from pipelines.config.load import ConfigError, load_config, secret
+from pipelines.config.project import CONF_DIR, home
 from tests.lake import KEYED
 
 
@@ -276,10 +276,10 @@ def test_extra_conf_takes_spark_settings_only():
 
 def test_base_yaml_is_the_declarations_defaults_key_for_key():
     """conf/base.yaml (the file an operator reads, with its comments) holds exactly the keys
-    pipelines/settings.py declares, each with the declared default and a description."""
+    pipelines/config/settings.py declares, each with the declared default and a description."""
     import yaml
 
-    from pipelines.settings import Settings
+    from pipelines.config.settings import Settings
 
     base = yaml.safe_load((CONF_DIR / "base.yaml").read_text(encoding="utf-8"))
     assert Settings().model_dump() == base
@@ -310,7 +310,7 @@ def test_every_layout_the_config_accepts_is_written_and_read_back_as_that_layout
     """generate.layout's choices: the writer makes each one's folders and bronze's classify reads them back."""
     from auditlake_devtools.sample.activity_log.writer import hour_folder, layout_dir
     from pipelines.activity_log.bronze.layout import classify
-    from pipelines.settings import GENERATE_LAYOUTS
+    from pipelines.config.settings import GENERATE_LAYOUTS
 
     luid = "0b5d3e4a-1c2f-4a6b-9d8e-7f6a5b4c3d2e"
     for layout in GENERATE_LAYOUTS:
@@ -321,7 +321,8 @@ def test_every_layout_the_config_accepts_is_written_and_read_back_as_that_layout
 
 
 def _refresh_with(environ_name: str, raw: str, tmp_path, monkeypatch, capsys):
-    from pipelines import cli, spark_session
+    from pipelines import cli
+    from pipelines.runtime import spark_session
 
     def no_spark(_cfg):
         raise AssertionError("Spark was started")
@@ -390,7 +391,7 @@ def test_storage_locations_take_uris_paths_or_default_under_data_dir():
 
 
 def test_storage_uri_recognition():
-    from pipelines.storage import is_uri, join, local_path
+    from pipelines.lake.storage import is_uri, join, local_path
 
     assert is_uri("s3a://b/x") and is_uri("file:/tmp/x") and is_uri("abfss://c@a.dfs.core.windows.net/x")
     assert not is_uri("/tmp/x") and not is_uri("data/landing") and not is_uri("C:\\lake")

@@ -30,10 +30,10 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from auditlake_devtools.sample.activity_log import generate_activity_log
-from pipelines.config import load_config
-from pipelines.delta_util import table_version
-from pipelines.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person
+from pipelines.config.load import load_config
 from pipelines.gold.compact import mart_tables
+from pipelines.lake.delta_tables import table_version
+from pipelines.personal_data.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person
 from pipelines.refresh import run_refresh
 from tests.lake import (
     BUNDLED_EXPORT,

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from pipelines.config import ConfigError, load_config
-from pipelines.settings import GARBAGE_COLLECTORS, JIT_COMPILERS
-from pipelines.spark_session import GC_OPTIONS, JIT_OPTIONS, spark_conf
+from pipelines.config.load import ConfigError, load_config
+from pipelines.config.settings import GARBAGE_COLLECTORS, JIT_COMPILERS
+from pipelines.runtime.spark_session import GC_OPTIONS, JIT_OPTIONS, spark_conf
 
 
 def test_the_session_collects_with_the_parallel_collector(spark, cfg):

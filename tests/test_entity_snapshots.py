@@ -14,11 +14,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from pipelines.activity_log.bronze.land import land_bronze
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.entity_snapshots.silver import APPLIED, COMMIT_MARK, LATE, PENDING, promote_snapshots
-from pipelines.reconcile import reconcile_files, reconcile_snapshots
+from pipelines.integrity.reconcile import reconcile_files, reconcile_snapshots
+from pipelines.lake.table_names import tables
 from pipelines.refresh import new_run_id
-from pipelines.tables import tables
 from tests.lake import variant_environ
 
 SITE = "5a5a5a5a-0000-4000-8000-000000000001"

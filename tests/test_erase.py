@@ -14,11 +14,14 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.analyst.publish import tables_location as analyst_tables_location
-from pipelines.config import load_config
-from pipelines.delta_util import COMMIT_NOTE, ensure_schema, table_bytes, table_files, table_names, table_version
-from pipelines.erase import (
+from pipelines.config.load import load_config
+from pipelines.errors import UsageError
+from pipelines.integrity.reconcile import reconcile, reconcile_files
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import COMMIT_NOTE, ensure_schema, table_bytes, table_files, table_names, table_version
+from pipelines.lake.table_names import tables
+from pipelines.personal_data.erase import (
     PENDING_DIR,
     TOKEN_PREFIX,
     PendingErasure,
@@ -32,11 +35,8 @@ from pipelines.erase import (
     rows_rewritten_by,
     token_for,
 )
-from pipelines.errors import UsageError
-from pipelines.reconcile import reconcile, reconcile_files
 from pipelines.refresh import run_refresh
-from pipelines.spark_session import ROW_BYTES_AT_LEAST, session_conf, small_and_large, small_tables
-from pipelines.tables import tables
+from pipelines.runtime.spark_session import ROW_BYTES_AT_LEAST, session_conf, small_and_large, small_tables
 from tests.lake import file_gone, holding_by_table, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=8)]

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from pipelines import errors
-from pipelines.alerts import AlertsError
-from pipelines.erase import PersonNotFound
+from pipelines.alerts.webhook import AlertsError
 from pipelines.gold.run import GoldError
-from pipelines.ops import RefreshBusyError
+from pipelines.personal_data.erase import PersonNotFound
 from pipelines.quality.gate import QualityGateError
+from pipelines.refresh.run_log import RefreshBusyError
 from pipelines.writeback.source import WritebackSourceError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,8 @@ def test_one_line_keeps_spark_s_message_and_drops_its_stack_trace():
     ],
 )
 def test_a_failure_prints_its_kind_and_exits_with_its_code(failure, kind, code, details, tmp_path, monkeypatch, capsys):
-    from pipelines import cli, spark_session
+    from pipelines import cli
+    from pipelines.runtime import spark_session
 
     def fail(_cfg):
         raise failure

@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.feed import log_quiet_sites, quiet_sites, update_feed_completeness
-from pipelines.config import load_config
-from pipelines.delta_util import table_version
+from pipelines.config.load import load_config
 from pipelines.gold.run import run_dbt
+from pipelines.lake.delta_tables import table_version
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.tables import tables
 from tests.lake import variant_environ
 
 _HOUR = re.compile(r"siteLuid=([^/]+)/y=(\d+)/m=(\d+)/d=(\d+)/h=(\d+)/")

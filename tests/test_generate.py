@@ -1053,7 +1053,7 @@ def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
     import argparse
 
     from auditlake_devtools import commands
-    from pipelines.config import load_config
+    from pipelines.config.load import load_config
     from pipelines.refresh import command as refresh_command
     from tests.lake import KEYED
 

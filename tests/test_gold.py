@@ -17,21 +17,21 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines import delta_util
-from pipelines.config import CONF_DIR, load_config
-from pipelines.delta_util import table_version
+from pipelines.config.load import CONF_DIR, load_config
+from pipelines.config.project import DBT_DIR
 from pipelines.errors import InputError
 from pipelines.gold import inputs
 from pipelines.gold.compact import compact_marts, data_files, mart_tables
 from pipelines.gold.run import dbt_log_dir, dbt_target_dir, dbt_vars, run_dbt
 from pipelines.gold.selection import moved_sources_selection
 from pipelines.gold.staging import event_groups, event_marts, stale_files
-from pipelines.jars import jar_paths
-from pipelines.ops import last_success_start
-from pipelines.project import DBT_DIR
+from pipelines.lake import delta_tables
+from pipelines.lake.delta_tables import table_version
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.spark_session import spark_conf
-from pipelines.tables import tables
+from pipelines.refresh.run_log import last_success_start
+from pipelines.runtime.jars import jar_paths
+from pipelines.runtime.spark_session import spark_conf
 from tests.lake import KEYED, delta_versions, fingerprint, fingerprints, restore_versions, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=12)]
@@ -200,14 +200,14 @@ def test_a_tables_version_is_read_from_its_log_by_name_or_path_and_a_wrong_name_
         for n in range(3):
             for name in ("versions_test.t", f"delta.`{path}`"):
                 expected = spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").first()["version"]
-                assert delta_util._log_version(spark, name) == table_version(spark, name) == expected == n, name
+                assert delta_tables._log_version(spark, name) == table_version(spark, name) == expected == n, name
             spark.sql(f"INSERT INTO versions_test.t VALUES ({n})")
         for wrong, said in (
             ("versions_test.nothing", "TABLE_OR_VIEW_NOT_FOUND"),
             (f"delta.`{tmp_path / 'nowhere'}`", "not a Delta table"),
             ("versions_test_view", "DESCRIBE HISTORY"),
         ):
-            assert delta_util._log_version(spark, wrong) is None
+            assert delta_tables._log_version(spark, wrong) is None
             with pytest.raises(AnalysisException, match=said):
                 table_version(spark, wrong)
     finally:
@@ -574,7 +574,7 @@ def test_dbt_var_defaults_match_conf():
 @pytest.mark.subprocess
 def test_gold_marts_through_the_thrift_server_with_beeline(spark, cfg, gold_lake):
     """A real JDBC client (beeline, shipped with PySpark) on the auditors' Thrift server, as a BI tool would."""
-    from pipelines.serve import beeline_rows, jdbc_url, start_auditor_server
+    from pipelines.serving.thrift import beeline_rows, jdbc_url, start_auditor_server
 
     gold = gold_lake[0].get("gold.schema")
     query = f"SELECT outcome, count(*) AS n FROM {gold}.fct_logins GROUP BY outcome ORDER BY outcome"
@@ -588,7 +588,7 @@ def test_gold_marts_through_the_thrift_server_with_beeline(spark, cfg, gold_lake
 
 
 def test_sql_command_query(spark, gold_lake):
-    from pipelines.query import format_rows, run_query
+    from pipelines.serving.query import format_rows, run_query
 
     cfg, _, _ = gold_lake
     columns, rows, truncated = run_query(spark, f"SELECT event_id FROM {cfg.get('gold.schema')}.fct_logins", 5)

@@ -3,8 +3,8 @@ the test's own (no gold build: these run beside the shared lake's modules, not a
 
 from __future__ import annotations
 
-from pipelines.delta_util import table_files
 from pipelines.gold.compact import MAX_FILE_SIZE, MIN_FILE_SIZE, compact
+from pipelines.lake.delta_tables import table_files
 
 
 def test_compaction_packs_the_small_files_and_leaves_the_large_ones(spark, tmp_path):

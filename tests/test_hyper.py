@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.hyper.export import SCHEMA, WATERMARK, export_hyper, hyper_frame, hyper_path, incremental_keys
+from pipelines.lake import storage
 from tests.lake import fingerprints, variant_environ
 
 FACT = "fct_logins"  # an incremental fact (unique_key event_id) the gold lake has rows in

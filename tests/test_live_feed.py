@@ -16,11 +16,11 @@ from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log.silver import replay
 from pipelines.activity_log.silver.plan import family_plan
 from pipelines.activity_log.silver.transform import UNKNOWN_EVENT_TYPE
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.gold.run import run_dbt
-from pipelines.reconcile import reconcile_family
+from pipelines.integrity.reconcile import reconcile_family
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.tables import tables
 from tests.lake import variant_environ
 
 LIVE_TYPES = ("vizql_http_request", "bridge_job")

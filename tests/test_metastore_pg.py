@@ -15,7 +15,7 @@ import pytest
 
 from auditlake_devtools.pg_server import PgServer, free_port
 from auditlake_devtools.sample.activity_log import generate_activity_log
-from pipelines.serve import beeline_rows
+from pipelines.serving.thrift import beeline_rows
 
 pytestmark = [pytest.mark.slow(minutes=4), pytest.mark.subprocess, pytest.mark.e2e]
 

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from ocsf_json_schema import OcsfJsonSchemaEmbedded, get_ocsf_schema
 from pyspark.sql import functions as F
 
-from pipelines.config import ConfigError, load_config
+from pipelines.config.load import ConfigError, load_config
 from pipelines.ocsf.export import export_ocsf
 from pipelines.ocsf.mapping import CLASSES
 from tests.lake import KEYED, variant_environ

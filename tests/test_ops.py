@@ -12,9 +12,9 @@ from datetime import datetime
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.ops import LOCK_FILE, RefreshBusyError, refresh_lock
-from pipelines.query import format_rows
+from pipelines.config.load import load_config
+from pipelines.refresh.run_log import LOCK_FILE, RefreshBusyError, refresh_lock
+from pipelines.serving.query import format_rows
 from tests.lake import variant_environ
 
 QUIET = {"log": lambda _m: None}
@@ -60,7 +60,8 @@ def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
         [
             sys.executable,
             "-c",
-            "import time; from pipelines.config import load_config; from pipelines.ops import refresh_lock\n"
+            "import time; from pipelines.config.load import load_config\n"
+            "from pipelines.refresh.run_log import refresh_lock\n"
             "with refresh_lock(load_config('test'), log=print):\n    print('held', flush=True); time.sleep(300)",
         ],
         env=environ,

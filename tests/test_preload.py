@@ -1,5 +1,5 @@
 """A refresh imports Great Expectations and dbt in a background thread while Spark's JVM starts
-(pipelines/preload.py): the modules each layer needs, and whole modules for the main thread."""
+(pipelines/refresh/preload.py): the modules each layer needs, and whole modules for the main thread."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.preload import GATES, GOLD, modules_for
+from pipelines.config.load import load_config
+from pipelines.refresh.preload import GATES, GOLD, modules_for
 
 
 def test_a_refresh_preloads_what_its_layers_import(cfg):
@@ -28,7 +28,7 @@ def test_the_main_thread_gets_whole_modules_while_the_thread_still_imports_them(
     thread started importing them: it waits for each module, never sees one half-loaded."""
     script = (
         "import sys, time\n"
-        "from pipelines.preload import GATES, GOLD, preload\n"
+        "from pipelines.refresh.preload import GATES, GOLD, preload\n"
         "assert 'great_expectations' not in sys.modules\n"
         "thread = preload(GATES + GOLD)\n"
         "time.sleep(0.5)\n"  # the thread is inside GX's import now (it takes seconds)

@@ -19,7 +19,7 @@ import pytest
 from tableauhyperapi import Connection, CreateMode, HyperProcess, Telemetry
 
 from auditlake_devtools.tableau_server import NO_API_ACCESS, TableauServer
-from pipelines.config import load_config
+from pipelines.config.load import load_config
 from pipelines.hyper.export import META, SCHEMA, _q, _sql_text, _write_marks, hyper_path, incremental_keys
 from pipelines.hyper.publish import PAYLOAD_FILE, STATE_FILE, PublishError, publish
 from pipelines.hyper.tdsx import EXTRACTS_DIR, TDS_FILE, TDSX_FILE
@@ -378,7 +378,7 @@ def test_a_new_pseudonym_key_publishes_whole_again(published, tableau):
 
 
 def test_the_token_comes_from_the_environment(setup, tableau, monkeypatch):
-    """publish reads the secret where tableau.token_secret_env points, at run time (pipelines.config.secret)."""
+    """publish reads the secret where tableau.token_secret_env points, at run time (pipelines.config.load.secret)."""
     cfg, path = setup
     monkeypatch.setitem(os.environ, "AUDITLAKE_TABLEAU_TOKEN", "changed-since")
     with pytest.raises(PublishError, match="personal access token"):

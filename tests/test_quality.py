@@ -12,12 +12,12 @@ from pyspark.sql import functions as F
 
 from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.activity_log.silver.transform import bronze_of, stage
-from pipelines.config import load_config
+from pipelines.config.load import load_config
+from pipelines.lake.table_names import tables
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
 from pipelines.quality.gate import QualityGate, QualityGateError
 from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite
 from pipelines.refresh import run_refresh
-from pipelines.tables import tables
 from tests.lake import use_variant, variant_environ
 
 QUIET = {"log": lambda _m: None}

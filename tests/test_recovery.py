@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from delta.tables import DeltaTable
 
-from pipelines.recovery import (
+from pipelines.lake.table_names import tables
+from pipelines.refresh.recovery import (
     OrphanTableError,
     clear_interrupted_creates,
     clear_killed_checkpoint_writes,
     schema_location,
 )
-from pipelines.tables import tables
 
 
 def test_an_interrupted_create_is_cleared_and_a_folder_with_rows_is_not(spark):

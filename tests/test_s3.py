@@ -20,9 +20,9 @@ import pytest
 from auditlake_devtools.s3_server import S3Server
 from auditlake_devtools.sample.activity_log import generate_activity_log
 from auditlake_devtools.variant import variant_environ
-from pipelines.config import ConfigError, load_config
-from pipelines.jars import coordinates
-from pipelines.spark_session import s3_conf
+from pipelines.config.load import ConfigError, load_config
+from pipelines.runtime.jars import coordinates
+from pipelines.runtime.spark_session import s3_conf
 from tests.lake import KEYED
 
 MARK = "-- end of command --"  # between the outputs of commands run in one process

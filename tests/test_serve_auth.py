@@ -14,8 +14,8 @@ import pytest
 
 from auditlake_devtools.ldap_server import PEOPLE, SUFFIX, LdapServer
 from auditlake_devtools.pg_server import free_port
-from pipelines.config import ConfigError, load_config
-from pipelines.serve import beeline_rows
+from pipelines.config.load import ConfigError, load_config
+from pipelines.serving.thrift import beeline_rows
 from tests.serving import serving
 
 CHECKOUT = Path(__file__).resolve().parents[1]

@@ -15,11 +15,11 @@ from auditlake_devtools.sample.activity_log import UNKNOWN_TYPES, generate_activ
 from pipelines.activity_log import bronze
 from pipelines.activity_log.registry import event_specs
 from pipelines.activity_log.silver.plan import family_plan
-from pipelines.config import load_config
-from pipelines.reconcile import reconcile, reconcile_files, run_figures
+from pipelines.config.load import load_config
+from pipelines.integrity.reconcile import reconcile, reconcile_files, run_figures
+from pipelines.lake.silver_stamp import stamped_after
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.silver_stamp import stamped_after
-from pipelines.tables import tables
 from tests.lake import BUNDLED_EXPORT
 
 QUIET = {"log": lambda _m: None}

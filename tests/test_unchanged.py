@@ -1,4 +1,4 @@
-"""A refresh with nothing new stops before Spark starts (pipelines/unchanged.py): what the file system
+"""A refresh with nothing new stops before Spark starts (pipelines/refresh/nothing_new.py): what the file system
 tells, and a lake refreshed through every layer by the command itself."""
 
 from __future__ import annotations
@@ -8,15 +8,14 @@ from datetime import timedelta
 
 from auditlake_devtools.sample.activity_log import generate_activity_log
 from auditlake_devtools.sample.activity_log.generator import DEFAULT_START
-from pipelines import unchanged
-from pipelines.alerts import AlertsReport
-from pipelines.config import load_config
-from pipelines.refresh import LAYERS, RefreshReport, left_nothing_to_retry
+from pipelines.alerts.webhook import AlertsReport
+from pipelines.config.load import load_config
+from pipelines.refresh import LAYERS, RefreshReport, left_nothing_to_retry, nothing_new
 from tests.lake import use_variant, variant_environ
 
 
 def _commit(table: os.PathLike, version: int) -> None:
-    log = os.path.join(table, unchanged.DELTA_LOG)
+    log = os.path.join(table, nothing_new.DELTA_LOG)
     os.makedirs(log, exist_ok=True)
     with open(os.path.join(log, f"{version:020d}.json"), "w", encoding="utf-8") as f:
         f.write("{}\n")
@@ -28,52 +27,52 @@ def test_the_landing_counts_per_date_folder_and_a_table_by_its_newest_commit(tmp
     day.mkdir(parents=True)
     (day / "part-00000.json").write_text('{"a": 1}\n')
     (landing / "loose.json").write_text("{}\n")
-    before, files = unchanged.landing_by_day(str(landing))
-    assert files == 2 and set(before) == {"2026-06-08", unchanged.UNDATED}
+    before, files = nothing_new.landing_by_day(str(landing))
+    assert files == 2 and set(before) == {"2026-06-08", nothing_new.UNDATED}
     (day / "part-00001.json").write_text('{"a": 2}\n')  # a new file: its day only
-    after, _ = unchanged.landing_by_day(str(landing))
-    assert after["2026-06-08"] != before["2026-06-08"] and after[unchanged.UNDATED] == before[unchanged.UNDATED]
+    after, _ = nothing_new.landing_by_day(str(landing))
+    assert after["2026-06-08"] != before["2026-06-08"] and after[nothing_new.UNDATED] == before[nothing_new.UNDATED]
     os.utime(landing / "loose.json", ns=(0, 0))  # rewritten in place: same name and size, another time
-    assert unchanged.landing_by_day(str(landing))[0][unchanged.UNDATED] != after[unchanged.UNDATED]
+    assert nothing_new.landing_by_day(str(landing))[0][nothing_new.UNDATED] != after[nothing_new.UNDATED]
 
     warehouse = tmp_path / "warehouse"
     table = warehouse / "silver.db" / "site_events"
     _commit(table, 0)
-    state, tables_seen = unchanged.tree_state(str(warehouse))
+    state, tables_seen = nothing_new.tree_state(str(warehouse))
     assert tables_seen == 1
     (table / "event_date=2026-06-08").mkdir()
     (table / "event_date=2026-06-08" / "part-0.parquet").write_bytes(b"x")  # data without a commit: not read
-    assert unchanged.tree_state(str(warehouse))[0] == state
+    assert nothing_new.tree_state(str(warehouse))[0] == state
     _commit(table, 1)
-    assert unchanged.tree_state(str(warehouse))[0] != state
-    state = unchanged.tree_state(str(warehouse))[0]
+    assert nothing_new.tree_state(str(warehouse))[0] != state
+    state = nothing_new.tree_state(str(warehouse))[0]
     (warehouse / "silver.db" / "half_made").mkdir()  # a table a killed run began: no log yet
     (warehouse / "silver.db" / "half_made" / "part-0.parquet").write_bytes(b"x")
-    assert unchanged.tree_state(str(warehouse))[0] != state
+    assert nothing_new.tree_state(str(warehouse))[0] != state
 
 
 def test_a_check_names_what_changed_and_the_old_date_folders(tmp_path):
     cfg = load_config("test", environ=variant_environ(tmp_path, "check"))
     landing = cfg.path("paths.landing_dir")
     generate_activity_log(landing, 40, seed=3, days=2)
-    first = unchanged.check(cfg)
+    first = nothing_new.check(cfg)
     assert not first.nothing_new and first.changed == ["no complete refresh recorded"]
-    unchanged.record(cfg, first.inputs, "run-1", ["feed: a note"], DEFAULT_START.date())
-    again = unchanged.check(cfg)
+    nothing_new.record(cfg, first.inputs, "run-1", ["feed: a note"], DEFAULT_START.date())
+    again = nothing_new.check(cfg)
     assert again.nothing_new and again.record["run_id"] == "run-1" and again.record["notes"] == ["feed: a note"]
     # a delivery into a date folder older than the listing's window, and another configuration
     generate_activity_log(landing, 10, seed=4, days=1, start=DEFAULT_START - timedelta(days=30))
     other = load_config("test", environ={**variant_environ(tmp_path, "check"), "AUDITLAKE__GOLD__THREADS": "1"})
-    verdict = unchanged.check(other)
+    verdict = nothing_new.check(other)
     assert not verdict.nothing_new
     old = (DEFAULT_START - timedelta(days=30)).date().isoformat()
     assert verdict.old_days == [old]
     assert verdict.changed == [f"the landing files (date folder {old})", "the configuration"]
-    unchanged.forget(cfg)
-    assert unchanged.recorded(cfg) is None
-    assert unchanged.not_told(cfg, None) is None
+    nothing_new.forget(cfg)
+    assert nothing_new.recorded(cfg) is None
+    assert nothing_new.not_told(cfg, None) is None
     jdbc = {"AUDITLAKE__WRITEBACK__SOURCE": "jdbc", "AUDITLAKE_WRITEBACK_PASSWORD": "x"}
-    assert "JDBC" in unchanged.not_told(
+    assert "JDBC" in nothing_new.not_told(
         load_config("test", environ={**variant_environ(tmp_path, "check"), **jdbc}), None
     )
 
@@ -96,14 +95,16 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
 ):
     """The command's wiring, Spark and the layers stubbed to stop where they would start (a whole
     refresh records and the next one stops before Spark in tests/test_wheel.py)."""
-    from pipelines import spark_session
     from pipelines.cli import main
     from pipelines.refresh import command as refresh_module
+    from pipelines.runtime import spark_session
 
     use_variant(monkeypatch, tmp_path, "wiring")
     cfg = load_config("test")
     generate_activity_log(cfg.path("paths.landing_dir"), 40, seed=5, days=2)
-    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-1", ["feed: site s has gone quiet"], DEFAULT_START.date())
+    nothing_new.record(
+        cfg, nothing_new.check(cfg).inputs, "run-1", ["feed: site s has gone quiet"], DEFAULT_START.date()
+    )
     command = ["--env", "test", "refresh"]
 
     monkeypatch.setattr(spark_session, "build_spark", _stop)
@@ -113,7 +114,7 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     assert "refresh: nothing new since refresh run-1" in out and "Spark not started" in out
     assert "feed: site s has gone quiet" in out  # what the recorded run said whatever it found
     assert main([*command, "--force"]) != 0 and "stopped by the test" in capsys.readouterr().err
-    assert unchanged.recorded(cfg) is None  # a run that fails leaves no record: the next one runs every layer
+    assert nothing_new.recorded(cfg) is None  # a run that fails leaves no record: the next one runs every layer
 
     asked = {}
     monkeypatch.setattr(spark_session, "build_spark", lambda _cfg: None)
@@ -122,7 +123,7 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     assert "bronze walks every folder: no complete refresh is recorded" in capsys.readouterr().out
     assert asked["full_listing"] is True
 
-    unchanged.record(cfg, unchanged.check(cfg).inputs, "run-2", [], DEFAULT_START.date())
+    nothing_new.record(cfg, nothing_new.check(cfg).inputs, "run-2", [], DEFAULT_START.date())
     generate_activity_log(cfg.path("paths.landing_dir"), 10, seed=6, days=1, start=DEFAULT_START - timedelta(days=30))
     asked.clear()
     assert main(command) != 0
@@ -140,4 +141,4 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     for balanced in (True, False):
         monkeypatch.setattr(refresh_module, "print_summary", lambda *a, b=balanced: b)
         assert main([*command, "--summary"]) == (0 if balanced else 1)
-        assert (unchanged.recorded(cfg) or {}).get("run_id") == ("run-3" if balanced else None)
+        assert (nothing_new.recorded(cfg) or {}).get("run_id") == ("run-3" if balanced else None)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.project import BUNDLED
+from pipelines.config.load import load_config
+from pipelines.config.project import BUNDLED
 
 pytestmark = [pytest.mark.slow(minutes=3), pytest.mark.subprocess]
 
@@ -123,7 +123,7 @@ def test_the_installed_product_runs_from_another_folder(installed):
         [
             venv / "bin" / "python",
             "-c",
-            "import pipelines.project as p, auditlake_devtools as t, devtools; "
+            "import pipelines.config.project as p, auditlake_devtools as t, devtools; "
             "print(p.INSTALLED, p.__file__, t.__file__, devtools.debug.__module__, devtools.__file__)",
         ],
         work,

@@ -16,9 +16,9 @@ from auditlake_devtools.sample.writeback import (
     insert_sql,
     write_export,
 )
-from pipelines.config import load_config
+from pipelines.config.load import load_config
+from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.tables import tables
 from pipelines.writeback import COLUMNS, ROLE_FIELD
 from pipelines.writeback.bronze import to_bronze_rows
 from pipelines.writeback.silver import QUARANTINE_REASONS, promote_writeback, to_writeback_silver

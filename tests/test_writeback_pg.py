@@ -25,9 +25,9 @@ from auditlake_devtools.sample.writeback import (
     load_into_postgres,
     write_export,
 )
-from pipelines import storage
-from pipelines.config import load_config
-from pipelines.tables import tables
+from pipelines.config.load import load_config
+from pipelines.lake import storage
+from pipelines.lake.table_names import tables
 from pipelines.writeback import COLUMNS
 from pipelines.writeback.bronze import land_writeback, last_watermarks
 from pipelines.writeback.silver import promote_writeback

@@ -10,7 +10,7 @@
   scalar subquery is only known once the query runs, too late for Spark to push it into the
   silver scans (Parquet row-group skipping), so every run would read all of silver's history.
   The literal is the end of the newest's second (+ 999 ms): silver stamps whole seconds, a later
-  run a later second (pipelines/silver_stamp.py), so it selects the same rows as the newest
+  run a later second (pipelines/lake/silver_stamp.py), so it selects the same rows as the newest
   itself, and Delta, which compares a file's max with 1 ms added (delta-io/delta#2462), skips
   every file whose rows the mart already holds instead of none.
 #}

@@ -23,10 +23,10 @@ from pyspark.sql import functions as F
 
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.bronze.ledger import LANDED
-from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing
-from pipelines.silver_stamp import stamped_after
-from pipelines.tables import tables
+from pipelines.config.load import Config
+from pipelines.lake.delta_tables import create_table_if_missing
+from pipelines.lake.silver_stamp import stamped_after
+from pipelines.lake.table_names import tables
 
 COMPLETENESS_SCHEMA = (
     "family string, site_luid string, delivery_hour timestamp, files long, records long, "

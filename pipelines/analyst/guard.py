@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 from pipelines.errors import ExternalError
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "ReadOnlyExtension.java"

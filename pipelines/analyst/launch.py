@@ -25,16 +25,16 @@ import threading
 import time
 from pathlib import Path
 
-from pipelines import storage
 from pipelines.analyst.guard import bounds_conf, guard_jar
 from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.analyst.server import CANNOT_START, JVM_ENDED, JVM_ENDED_LINE, REFUSED
-from pipelines.config import Config, secret
+from pipelines.config.load import Config, secret
+from pipelines.config.project import CONF_DIR, IMPORT_ROOT
 from pipelines.errors import ConfigError, ExternalError, InputError
-from pipelines.jars import jar_paths
-from pipelines.project import CONF_DIR, IMPORT_ROOT
-from pipelines.serve import TRUSTSTORE, ldap_properties, ldap_truststore, port_taken
-from pipelines.spark_session import log_dir, serve_conf
+from pipelines.lake import storage
+from pipelines.runtime.jars import jar_paths
+from pipelines.runtime.spark_session import log_dir, serve_conf
+from pipelines.serving.thrift import TRUSTSTORE, ldap_properties, ldap_truststore, port_taken
 
 SERVER_LOG = "analysts-server.log"
 

@@ -25,14 +25,14 @@ import yaml
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
-from pipelines.config import Config, secret
-from pipelines.delta_util import for_each_table, table_version
+from pipelines.config.load import Config, secret
+from pipelines.config.project import DBT_DIR
 from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tables
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import for_each_table, table_version
+from pipelines.lake.table_names import tables
 from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
-from pipelines.project import DBT_DIR
-from pipelines.tables import tables
 
 MARTS_DIR = DBT_DIR / "models" / "marts"
 CATALOG_FILE = "catalog.json"

@@ -1,5 +1,5 @@
 """The analysts' Thrift server: a process of its own that can reach the masked analyst tables and
-nothing else. Started by ``auditlake serve`` (role analyst, pipelines/serve.py), which runs it as
+nothing else. Started by ``auditlake serve`` (role analyst, pipelines/serving/thrift.py), which runs it as
 an OS user who cannot read the lake's files and hands it its settings on standard input:
 
     python -m pipelines.analyst.server < spec.json
@@ -30,10 +30,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines import storage
 from pipelines.analyst.guard import EXTENSION_CLASS
 from pipelines.analyst.publish import CATALOG_FILE, catalog_text
-from pipelines.sql import sql_string
+from pipelines.lake import storage
+from pipelines.lake.sql_text import sql_string
 
 # the exit code and line of a server that will not start: its launcher reports the line and stops
 REFUSED = 2
@@ -177,7 +177,7 @@ def main() -> int:
     except Unreachable as exc:
         print(f"{CANNOT_START}{exc}", file=sys.stderr)
         return REFUSED
-    from pipelines.serve import keystore_password, start_thrift_server
+    from pipelines.serving.thrift import keystore_password, start_thrift_server
 
     spark = session(spec)
     tables_dir = spec["tables_dir"]

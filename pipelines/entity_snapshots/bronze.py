@@ -6,14 +6,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.activity_log.bronze import ledger
 from pipelines.activity_log.bronze.decode import LANDED, check_parquet
 from pipelines.activity_log.bronze.listing import ListedFile
 from pipelines.activity_log.bronze.rows import lineage_path
 from pipelines.activity_log.bronze.verdicts import file_verdicts
 from pipelines.entity_snapshots import LINEAGE
-from pipelines.tables import Tables
+from pipelines.lake import storage
+from pipelines.lake.table_names import Tables
 
 
 def _read(spark: SparkSession, files: list[ListedFile], run_id: str) -> DataFrame:

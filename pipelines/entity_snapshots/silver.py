@@ -21,13 +21,19 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
-from pipelines.config import Config
-from pipelines.delta_util import COMMIT_NOTE, create_table_if_missing, ensure_schema, latest_commits, table_version
+from pipelines.config.load import Config
 from pipelines.entity_snapshots.history import closings, keyed, new_versions, payload_columns, transitions
-from pipelines.silver_stamp import with_silver_run
-from pipelines.spark_session import small_input_below
-from pipelines.tables import Tables, tables
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import (
+    COMMIT_NOTE,
+    create_table_if_missing,
+    ensure_schema,
+    latest_commits,
+    table_version,
+)
+from pipelines.lake.silver_stamp import with_silver_run
+from pipelines.lake.table_names import Tables, tables
+from pipelines.runtime.spark_session import small_input_below
 
 APPLIED, LATE, PENDING = "applied", "late", "pending"
 HOURS_SCHEMA = (
@@ -258,7 +264,7 @@ def _write(
     """One type's new versions and closings, in one commit that names the run."""
     if not exists:
         # created empty first: a kill between a CREATE TABLE AS's commit and the metastore's name would
-        # leave rows no table points at (pipelines/recovery.py)
+        # leave rows no table points at (pipelines/refresh/recovery.py)
         versions.limit(0).write.format("delta").saveAsTable(history)
     if out.versions_added == out.versions_closed == 0:
         return  # nothing changed: no commit (a run killed before its hours are marked applies them again)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.activity_log import FAMILIES
-from pipelines.config import Config
-from pipelines.delta_util import for_each_table
+from pipelines.config.load import Config
 from pipelines.gold.staging import event_groups, event_marts
-from pipelines.tables import tables
+from pipelines.lake.delta_tables import for_each_table
+from pipelines.lake.table_names import tables
 
 
 def reconciliation_frame(spark: SparkSession, cfg: Config) -> DataFrame:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from pipelines.delta_util import table_files, table_names
-from pipelines.spark_session import session_conf
+from pipelines.lake.delta_tables import table_files, table_names
+from pipelines.runtime.spark_session import session_conf
 
 # Delta's OPTIMIZE leaves a file of at least this many bytes as it is (its default: 1 GB)
 MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"

@@ -12,13 +12,13 @@ import json
 
 from pyspark.sql import SparkSession
 
-from pipelines import storage
 from pipelines.activity_log import FAMILIES
-from pipelines.config import Config
-from pipelines.delta_util import table_version
+from pipelines.config.load import Config
+from pipelines.config.project import DBT_DIR
 from pipelines.gold.run import dbt_vars
-from pipelines.project import DBT_DIR
-from pipelines.tables import tables
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import table_version
+from pipelines.lake.table_names import tables
 
 _PROJECT_PARTS = ("dbt_project.yml", "models", "macros", "tests")
 

@@ -1,7 +1,7 @@
 """Runs the dbt project (gold) in-process on the pipeline's SparkSession.
 
 dbt-spark's ``session`` method takes the SparkSession of the process it runs in, so the Delta
-and metastore settings of ``pipelines.spark_session`` apply to dbt too (target ``pipeline`` in
+and metastore settings of ``pipelines.runtime.spark_session`` apply to dbt too (target ``pipeline`` in
 dbt_project/profiles.yml). Schemas and report thresholds come from conf/, passed as dbt vars.
 """
 
@@ -20,12 +20,12 @@ import yaml
 from pyspark.sql import SparkSession
 
 from pipelines.activity_log import FAMILIES
-from pipelines.config import Config
+from pipelines.config.load import Config
+from pipelines.config.project import DBT_DIR, INSTALLED
 from pipelines.errors import CheckFailed, UsageError
 from pipelines.gold.selection import moved_sources_selection
-from pipelines.project import DBT_DIR, INSTALLED
-from pipelines.spark_session import small_input_below
-from pipelines.tables import tables
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import small_input_below
 
 # a build's inputs that change every build, for dbt's macros (macros/run_inputs.sql reads this name)
 RUN_INPUTS_ENV = "AUDITLAKE_DBT_RUN"

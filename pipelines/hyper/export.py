@@ -41,12 +41,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 
-from pipelines import storage
 from pipelines.analyst.publish import MARTS_DIR, analyst_tables_published, read_catalog, tables_location
-from pipelines.config import Config
+from pipelines.config.load import Config
 from pipelines.errors import InputError
-from pipelines.spark_session import small_tables
-from pipelines.tables import tables
+from pipelines.lake import storage
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import small_tables
 
 HYPER_FILE = "auditlake.hyper"
 SCHEMA = "Extract"  # the schema Tableau's extracts use

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.config import Config, secret
+from pipelines.config.load import Config, secret
 from pipelines.errors import ConfigError, ExternalError, InputError, one_line
 from pipelines.hyper.export import (
     META,
@@ -37,7 +37,7 @@ from pipelines.hyper.export import (
     incremental_keys,
 )
 from pipelines.hyper.tdsx import write_tdsx
-from pipelines.local_files import write_json_whole
+from pipelines.lake.state_files import write_json_whole
 
 STATE_FILE = "auditlake.publish.json"
 PAYLOAD_FILE = "auditlake.publish-payload.hyper"

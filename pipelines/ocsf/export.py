@@ -25,11 +25,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing
+from pipelines.config.load import Config
+from pipelines.lake.delta_tables import create_table_if_missing
+from pipelines.lake.storage import is_uri, join
+from pipelines.lake.table_names import tables
 from pipelines.ocsf.mapping import CLASSES, OcsfClass, to_ocsf
-from pipelines.storage import is_uri, join
-from pipelines.tables import tables
 
 EXPORTS_SCHEMA = (
     "export_id string, exported_at timestamp, out_dir string, class_uid int, mart string, "

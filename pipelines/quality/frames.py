@@ -6,7 +6,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 
 def bronze_rows_frame(spark: SparkSession, batch: DataFrame, file_ledger: str) -> DataFrame:

@@ -23,13 +23,13 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema
+from pipelines.config.load import Config
+from pipelines.config.project import GX_TEMPLATE_DIR
 from pipelines.errors import CheckFailed
-from pipelines.local_files import write_json_whole
-from pipelines.project import GX_TEMPLATE_DIR
-from pipelines.spark_session import append_rows
-from pipelines.tables import tables
+from pipelines.lake.delta_tables import ensure_schema
+from pipelines.lake.state_files import write_json_whole
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import append_rows
 
 if TYPE_CHECKING:  # Great Expectations loads when a frame is first checked (its import alone takes seconds)
     import great_expectations as gx

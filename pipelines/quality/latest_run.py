@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
-from pipelines.console import log
-from pipelines.tables import tables
+from pipelines.command.console import log
+from pipelines.config.load import Config
+from pipelines.lake.table_names import tables
 
 
 def latest_run_summary(spark: SparkSession, cfg: Config) -> tuple[str, list] | None:

@@ -18,8 +18,8 @@ import great_expectations as gx
 from great_expectations import expectations as gxe
 
 from pipelines.activity_log.silver.plan import family_plan
-from pipelines.config import Config
-from pipelines.sql import UUID_PATTERN
+from pipelines.config.load import Config
+from pipelines.lake.sql_text import UUID_PATTERN
 from pipelines.writeback import ACTIONS as WRITEBACK_ACTIONS
 
 
@@ -30,7 +30,7 @@ class SuiteSpec:
 
 
 def _meta(cfg: Config, key: str) -> dict:
-    # one of pipelines.settings.SEVERITIES: load_config checked every quality.severity entry and the default
+    # one of pipelines.config.settings.SEVERITIES: load_config checked every quality.severity entry and the default
     severity = cfg.settings.quality.severity.get(key, cfg.settings.quality.default_severity)
     return {"key": key, "severity": severity}
 

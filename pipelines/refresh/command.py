@@ -7,17 +7,18 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipelines import spark_session, unchanged
 from pipelines.activity_log import feed
 from pipelines.activity_log.bronze import land
 from pipelines.analyst.launch import secure_lake
-from pipelines.config import Config
-from pipelines.console import log
+from pipelines.command.console import log
+from pipelines.config.load import Config
 from pipelines.errors import UsageError
-from pipelines.ops import refresh_lock
-from pipelines.preload import modules_for, preload
+from pipelines.refresh import nothing_new
 from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, run_refresh
+from pipelines.refresh.preload import modules_for, preload
+from pipelines.refresh.run_log import refresh_lock
 from pipelines.refresh.summary import print_summary
+from pipelines.runtime import spark_session
 
 
 def refresh(
@@ -30,7 +31,7 @@ def refresh(
     force: bool = False,
 ) -> bool:
     """One refresh as the command runs it: the lock, what the file system says changed since the last
-    complete refresh (nothing: no Spark, pipelines/unchanged.py), the session, the layers, then the
+    complete refresh (nothing: no Spark, pipelines/refresh/nothing_new.py), the session, the layers, then the
     summary or the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's
     checks do not balance."""
     started = time.monotonic()
@@ -41,7 +42,7 @@ def refresh(
         if verdict is not None and verdict.nothing_new and not (force or summary):
             _say_nothing_new(cfg, verdict, started)
             return True
-        unchanged.forget(cfg)  # a run that fails or is killed leaves no record behind
+        nothing_new.forget(cfg)  # a run that fails or is killed leaves no record behind
         if verdict is not None and not full_listing and (verdict.record is None or verdict.old_days):
             # what the last runs' listings skipped is known only from a record: without one, every folder
             log(
@@ -57,11 +58,11 @@ def refresh(
 
 
 def _what_changed(cfg: Config, layers: list[str], source: Path | None):
-    """The file system's verdict (pipelines/unchanged.py), or None when it cannot tell (a layer left
+    """The file system's verdict (pipelines/refresh/nothing_new.py), or None when it cannot tell (a layer left
     out, a JDBC source, a location in S3, --source)."""
-    if tuple(layers) != LAYERS or unchanged.not_told(cfg, source):
+    if tuple(layers) != LAYERS or nothing_new.not_told(cfg, source):
         return None
-    verdict = unchanged.check(cfg)
+    verdict = nothing_new.check(cfg)
     if verdict.record is not None and verdict.changed:
         log(
             f"refresh: changed since refresh {verdict.record['run_id']}: {', '.join(verdict.changed)} "
@@ -92,7 +93,7 @@ def _refresh_in_spark(
     # with --summary, recorded only once the lake balances (a run that exits 1 is run again in full)
     balanced = print_summary(spark, cfg, started) if summary else True
     if verdict is not None and balanced and left_nothing_to_retry(cfg, report):
-        unchanged.record(
+        nothing_new.record(
             cfg, verdict.inputs, report.run_id, feed.quiet_site_lines(spark, cfg), land.listing_window_start(spark, cfg)
         )
     if not summary:

@@ -7,12 +7,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.config import Config
-from pipelines.console import log
-from pipelines.error_log import write_traceback
+from pipelines.command.console import log
+from pipelines.command.error_log import write_traceback
+from pipelines.config.load import Config
 from pipelines.errors import EXIT_INTERRUPTED, one_line
-from pipelines.ops import RefreshBusyError
 from pipelines.refresh.command import refresh
+from pipelines.refresh.run_log import RefreshBusyError
 
 # `refresh --every` gives up after this many failed runs in a row (a supervisor can then restart it)
 FAILURES_IN_A_ROW = 3

@@ -11,27 +11,27 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import alerts
 from pipelines.activity_log import feed
 from pipelines.activity_log.bronze.land import LandingResult, land_bronze
 from pipelines.activity_log.silver import promote, replay
+from pipelines.alerts import webhook as alerts
 from pipelines.analyst.launch import secure_lake
 from pipelines.analyst.publish import analyst_tables_published, publish_analyst_tables
-from pipelines.config import Config
+from pipelines.config.load import Config
 from pipelines.entity_snapshots.silver import SnapshotPromotion, promote_snapshots
-from pipelines.erase import finish_pending_erasure
 from pipelines.errors import InputError, one_line
 from pipelines.gold import inputs as gold_inputs
 from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts
 from pipelines.gold.run import GoldResult, build_gold, merge_windows, over_silver, silver_tables
 from pipelines.gold.staging import event_marts
-from pipelines.ops import LayerRun, last_success_start, record_layer_run
+from pipelines.lake.silver_stamp import wait_until_stamps_past
+from pipelines.lake.table_names import tables
+from pipelines.personal_data.erase import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
-from pipelines.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
-from pipelines.silver_stamp import wait_until_stamps_past
-from pipelines.spark_session import describe_jobs, small_input_below
-from pipelines.tables import tables
+from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
+from pipelines.refresh.run_log import LayerRun, last_success_start, record_layer_run
+from pipelines.runtime.spark_session import describe_jobs, small_input_below
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
@@ -88,11 +88,11 @@ def run_refresh(
     report.full_listing = full_listing
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
     secure_lake(cfg)  # the lake's folders the refresh's user's alone: the analysts' server must not read them
-    # what a previous refresh killed mid-write left behind (pipelines/recovery.py)
+    # what a previous refresh killed mid-write left behind (pipelines/refresh/recovery.py)
     for schema, derived in recovered_schemas(cfg):
         clear_interrupted_creates(spark, schema, log=log, derived=derived)
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
-    # an erasure a crash left pending is finished before any new row lands (pipelines/erase.py)
+    # an erasure a crash left pending is finished before any new row lands (pipelines/personal_data/erase.py)
     finish_pending_erasure(spark, cfg, log=log)
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
@@ -111,7 +111,7 @@ def run_refresh(
 
 def left_nothing_to_retry(cfg: Config, report: RefreshReport) -> bool:
     """Whether the next refresh, finding the same files, would have nothing to do: every layer ran, no
-    alert is left pending and nothing is left unpublished (pipelines/unchanged.py records it)."""
+    alert is left pending and nothing is left unpublished (pipelines/refresh/nothing_new.py records it)."""
     if tuple(report.layers) != LAYERS:
         return False
     if cfg.settings.alerts.on_refresh and (report.alerts is None or report.alerts.pending):

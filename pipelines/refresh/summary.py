@@ -6,14 +6,14 @@ import time
 
 from pyspark.sql import SparkSession
 
-from pipelines import alerts
 from pipelines.activity_log import bronze
-from pipelines.config import Config
-from pipelines.console import log
+from pipelines.alerts import webhook as alerts
+from pipelines.command.console import log
+from pipelines.config.load import Config
 from pipelines.gold.compact import mart_tables
+from pipelines.integrity.reconcile import print_lake_checks
+from pipelines.lake.table_names import tables
 from pipelines.quality.latest_run import print_latest_run
-from pipelines.reconcile import print_lake_checks
-from pipelines.tables import tables
 
 
 def print_summary(spark: SparkSession, cfg: Config, started: float) -> bool:

@@ -24,10 +24,10 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema
-from pipelines.spark_session import append_rows
-from pipelines.tables import tables
+from pipelines.config.load import Config
+from pipelines.lake.delta_tables import ensure_schema
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import append_rows
 from pipelines.writeback import COLUMNS
 from pipelines.writeback.source import (
     WritebackSourceError,

@@ -42,13 +42,13 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipelines import storage
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema, table_bytes, table_version
-from pipelines.silver_stamp import with_silver_run
-from pipelines.spark_session import small_tables
-from pipelines.sql import UUID_PATTERN
-from pipelines.tables import Tables, tables
+from pipelines.config.load import Config
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import ensure_schema, table_bytes, table_version
+from pipelines.lake.silver_stamp import with_silver_run
+from pipelines.lake.sql_text import UUID_PATTERN
+from pipelines.lake.table_names import Tables, tables
+from pipelines.runtime.spark_session import small_tables
 from pipelines.writeback import ACTIONS, EDIT_DELETE_PARAM, EDIT_INSERT_PARAM, ROLES
 
 MAX_OFFSET_MINUTES = 14 * 60  # no time zone is further from UTC
@@ -349,7 +349,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
     with small_tables(spark, cfg, [t.writeback_raw, t.writeback_audit]):
         query = (
             spark.readStream.format("delta")
-            # bronze only grows, but an erasure (pipelines/erase.py) rewrites rows: not new ones
+            # bronze only grows, but an erasure (pipelines/personal_data/erase.py) rewrites rows: not new ones
             .option("skipChangeCommits", "true")
             .table(t.writeback_raw)
             .writeStream.foreachBatch(each_batch)

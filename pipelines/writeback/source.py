@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import Config, secret
+from pipelines.config.load import Config, secret
 from pipelines.errors import ExternalError
 from pipelines.writeback import COLUMNS, ROLE_FIELD
 

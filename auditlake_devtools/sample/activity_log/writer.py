@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.activity_log.bronze.rows import BOM
-from pipelines.settings import GENERATE_LAYOUTS
+from pipelines.config.settings import GENERATE_LAYOUTS
 
 PARTITION_KEY = {"site": "siteLuid", "tenant": "tenantId"}
 LAYOUTS = GENERATE_LAYOUTS  # the layouts bronze reads (conf generate.layout)

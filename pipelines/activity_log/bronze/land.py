@@ -18,18 +18,18 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.activity_log.bronze import ledger
 from pipelines.activity_log.bronze.decode import EMPTY_FILE, LANDED, check_gzip
 from pipelines.activity_log.bronze.layout import FAMILIES, RECORD_EXTENSIONS, named_gzip
 from pipelines.activity_log.bronze.listing import ListedFile, list_landing
 from pipelines.activity_log.bronze.rows import BRONZE_COLUMNS, BRONZE_SCHEMA, lineage_path, to_bronze_rows
 from pipelines.activity_log.bronze.verdicts import file_verdicts
-from pipelines.config import Config
-from pipelines.delta_util import create_table_if_missing
+from pipelines.config.load import Config
 from pipelines.entity_snapshots.bronze import land_snapshots
-from pipelines.spark_session import describe_jobs
-from pipelines.tables import Tables, tables
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import create_table_if_missing
+from pipelines.lake.table_names import Tables, tables
+from pipelines.runtime.spark_session import describe_jobs
 
 # Silver reads bronze's new rows by Delta version (change data feed: for append-only tables it
 # reads the files a commit added); per-file statistics on the columns lineage queries filter on.

@@ -24,9 +24,9 @@ from pyspark.sql import functions as F
 from pipelines.activity_log.bronze.decode import UNREADABLE
 from pipelines.activity_log.bronze.layout import FAMILIES, SKIP_DETAIL, PathInfo, classify
 from pipelines.activity_log.bronze.listing import ListedFile
-from pipelines.delta_util import create_table_if_missing, latest_commits
-from pipelines.spark_session import session_conf
-from pipelines.tables import Tables
+from pipelines.lake.delta_tables import create_table_if_missing, latest_commits
+from pipelines.lake.table_names import Tables
+from pipelines.runtime.spark_session import session_conf
 
 LANDED, QUARANTINED, SKIPPED, CHANGED = "landed", "quarantined", "skipped", "changed"
 STATUSES = (LANDED, QUARANTINED, SKIPPED, CHANGED)

@@ -15,8 +15,8 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
-from pipelines import storage
 from pipelines.activity_log.bronze.layout import PathInfo, classify, folder_date_floor
+from pipelines.lake import storage
 
 
 @dataclass(frozen=True)

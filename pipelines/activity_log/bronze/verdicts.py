@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.activity_log.bronze.decode import CHECK_SCHEMA, check_batches
 from pipelines.activity_log.bronze.listing import ListedFile
+from pipelines.lake import storage
 
 
 def file_verdicts(

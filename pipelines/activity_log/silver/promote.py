@@ -23,7 +23,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.activity_log import bronze
 from pipelines.activity_log.silver.transform import (
     ALREADY_IN_SILVER,
@@ -39,12 +38,13 @@ from pipelines.activity_log.silver.transform import (
     to_silver,
 )
 from pipelines.activity_log.silver.views import ensure_event_views
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema, table_version
+from pipelines.config.load import Config
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import ensure_schema, table_version
+from pipelines.lake.silver_stamp import with_silver_run
+from pipelines.lake.table_names import Tables, tables
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
-from pipelines.silver_stamp import with_silver_run
-from pipelines.spark_session import describe_jobs, not_given, session_conf, small_input_below
-from pipelines.tables import Tables, tables
+from pipelines.runtime.spark_session import describe_jobs, not_given, session_conf, small_input_below
 
 if TYPE_CHECKING:
     from pipelines.quality.gate import QualityGate
@@ -303,7 +303,7 @@ def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
 
 
 # The commits of bronze that add rows: the landing's appends. Any other commit adds none silver has
-# not seen: an erasure's UPDATE (pipelines/erase.py) rewrites rows already promoted, VACUUM START /
+# not seen: an erasure's UPDATE (pipelines/personal_data/erase.py) rewrites rows already promoted, VACUUM START /
 # END and OPTIMIZE change no row; and the vacuum after an erasure deletes the change data of its
 # UPDATE, so such a commit must not even be read.
 APPENDS = ("WRITE", "STREAMING UPDATE")

@@ -30,7 +30,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import storage
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.silver.plan import family_plan
 from pipelines.activity_log.silver.promote import (
@@ -53,10 +52,11 @@ from pipelines.activity_log.silver.transform import (
     quarantine_of,
     stage,
 )
-from pipelines.config import Config
+from pipelines.config.load import Config
+from pipelines.lake import storage
+from pipelines.lake.silver_stamp import with_silver_run
+from pipelines.lake.table_names import Tables, tables
 from pipelines.quality.frames import silver_events_frame
-from pipelines.silver_stamp import with_silver_run
-from pipelines.tables import Tables, tables
 
 if TYPE_CHECKING:
     from pipelines.quality.gate import QualityGate

@@ -20,7 +20,7 @@ from pipelines.activity_log.silver.plan import (
     family_plan,
     wide_schema_ddl,
 )
-from pipelines.sql import sql_string
+from pipelines.lake.sql_text import sql_string
 
 # Quarantine reasons (machine-readable).
 BLANK_LINE = "blank_line"

@@ -14,9 +14,9 @@ from pyspark.sql import SparkSession
 
 from pipelines.activity_log.registry import REGISTRY_PATH
 from pipelines.activity_log.silver.plan import DECODED_NAMES, VIEW_HEAD, VIEW_TAIL, ColumnPlan, family_plan
-from pipelines.config import Config
-from pipelines.sql import sql_string
-from pipelines.tables import Tables, tables
+from pipelines.config.load import Config
+from pipelines.lake.sql_text import sql_string
+from pipelines.lake.table_names import Tables, tables
 
 _HASH_PROPERTY = "auditlake.views_registry_sha256"
 

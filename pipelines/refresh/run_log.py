@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config
-from pipelines.delta_util import ensure_schema
+from pipelines.config.load import Config
 from pipelines.errors import BusyError
-from pipelines.spark_session import append_rows
-from pipelines.tables import tables
+from pipelines.lake.delta_tables import ensure_schema
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import append_rows
 
 LOCK_FILE = "refresh.lock"
 RUN_LOG_SCHEMA = (

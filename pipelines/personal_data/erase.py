@@ -52,13 +52,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
-from pipelines import storage
 from pipelines.activity_log import FAMILIES
 from pipelines.activity_log.silver.promote import last_promoted
 from pipelines.analyst.publish import publish_analyst_tables
 from pipelines.analyst.publish import tables_location as analyst_tables_location
-from pipelines.config import Config
-from pipelines.delta_util import (
+from pipelines.config.load import Config
+from pipelines.errors import InputError, UsageError
+from pipelines.gold import inputs as gold_inputs
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import (
     COMMIT_NOTE,
     create_table_if_missing,
     for_each_table,
@@ -67,12 +69,10 @@ from pipelines.delta_util import (
     table_names,
     table_version,
 )
-from pipelines.errors import InputError, UsageError
-from pipelines.gold import inputs as gold_inputs
+from pipelines.lake.sql_text import UUID_PATTERN
+from pipelines.lake.table_names import Tables, tables
 from pipelines.personal_data import EMAIL, PERSON_KEY, catalogue
-from pipelines.spark_session import append_rows, session_conf, small_and_large, small_tables
-from pipelines.sql import UUID_PATTERN
-from pipelines.tables import Tables, tables
+from pipelines.runtime.spark_session import append_rows, session_conf, small_and_large, small_tables
 
 TOKEN_PREFIX = "erased:"
 # Delta refuses a vacuum retention under its default (7 days) unless this check is off.

@@ -8,8 +8,8 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.config import Config
-from pipelines.spark_session import log_dir
+from pipelines.config.load import Config
+from pipelines.runtime.spark_session import log_dir
 
 
 def write_traceback(cfg: Config | None) -> Path | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import Config, secret
+from pipelines.config.load import Config, secret
 
 LDAP_KEYS = {
     "url": "hive.server2.authentication.ldap.url",

@@ -43,12 +43,12 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import WEBHOOK_URL, Config, secret
-from pipelines.delta_util import create_table_if_missing
+from pipelines.config.load import WEBHOOK_URL, Config, secret
+from pipelines.config.settings import ALERT_SEVERITIES
 from pipelines.errors import ConfigError, InputError, one_line
-from pipelines.settings import ALERT_SEVERITIES
-from pipelines.spark_session import small_tables
-from pipelines.tables import tables
+from pipelines.lake.delta_tables import create_table_if_missing
+from pipelines.lake.table_names import tables
+from pipelines.runtime.spark_session import small_tables
 
 PENDING, SENT, SKIPPED = "pending", "sent", "skipped"  # skipped: recorded by --skip-backlog, never posted
 DELIVERIES_SCHEMA = (

@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 
 from pipelines.activity_log import bronze
 from pipelines.activity_log.bronze import ledger
-from pipelines.config import Config
-from pipelines.console import log
-from pipelines.tables import tables
+from pipelines.command.console import log
+from pipelines.config.load import Config
+from pipelines.lake.table_names import tables
 
 
 @dataclass

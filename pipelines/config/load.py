@@ -2,7 +2,7 @@
 
 The environment is chosen by ``--env`` or ``AUDITLAKE_ENV`` (default ``local``).
 Every key an environment file (or an ``AUDITLAKE__SECTION__KEY`` variable) sets must be declared
-in ``pipelines/settings.py``, and every value is checked against its declaration when the
+in ``pipelines/config/settings.py``, and every value is checked against its declaration when the
 configuration loads: its type, and its enumeration, range or shape; then what several keys decide
 together. A mode that needs a secret (``metastore.kind:
 postgresql``, ``writeback.source: jdbc``, ``alerts.on_refresh: true``) needs the environment
@@ -29,9 +29,9 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
+from pipelines.config.project import CONF_DIR, resolve
+from pipelines.config.settings import Settings
 from pipelines.errors import ConfigError, one_line
-from pipelines.project import CONF_DIR, resolve
-from pipelines.settings import Settings
 
 ENV_VAR = "AUDITLAKE_ENV"
 OVERRIDE_PREFIX = "AUDITLAKE__"
@@ -88,7 +88,7 @@ class Config:
         return node
 
     def path(self, dotted: str) -> Path:
-        """A path setting, made absolute against the project's home (pipelines/project.py)."""
+        """A path setting, made absolute against the project's home (pipelines/config/project.py)."""
         return resolve(str(self.get(dotted)))
 
     @property
@@ -98,7 +98,7 @@ class Config:
     def location(self, dotted: str, default_under_data_dir: str) -> str:
         """A storage location: a URI (``s3a://...``, ``file:/...``) as written, a path made
         absolute, or ``<data_dir>/<default>`` when the setting is empty."""
-        from pipelines.storage import is_uri
+        from pipelines.lake.storage import is_uri
 
         value = str(self.get(dotted)).strip()
         if not value:
@@ -172,7 +172,7 @@ def _merge(
         dotted = f"{prefix}{key}"
         if key not in shape:
             raise ConfigError(
-                f"{source(dotted)}: unknown config key '{dotted}' (not in conf/base.yaml, pipelines/settings.py)"
+                f"{source(dotted)}: unknown config key '{dotted}' (not in conf/base.yaml, pipelines/config/settings.py)"
             )
         if isinstance(shape[key], dict) and isinstance(value, dict) and isinstance(out.get(key), dict):
             if shape[key]:
@@ -247,7 +247,7 @@ _KINDS = {
 
 
 def _settings(values: dict, fail: Callable[[str, str], NoReturn], base_path: Path) -> Settings:
-    """``values`` validated by the key declarations (pipelines/settings.py); the first problem fails,
+    """``values`` validated by the key declarations (pipelines/config/settings.py); the first problem fails,
     named by its key."""
     try:
         return Settings.model_validate(values)
@@ -265,7 +265,7 @@ def _settings(values: dict, fail: Callable[[str, str], NoReturn], base_path: Pat
 def _validate(
     values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str], needs_pseudonym_key: bool
 ) -> Settings:
-    """Every value against its declaration (pipelines/settings.py), then what several keys or the
+    """Every value against its declaration (pipelines/config/settings.py), then what several keys or the
     environment decide together: the secrets the chosen modes need (the pseudonym key only with
     ``needs_pseudonym_key``), sign-in, S3."""
 
@@ -433,7 +433,7 @@ def load_config(
     if not env_path.is_file():
         known = sorted(p.stem for p in conf_dir.glob("*.yaml") if p.stem != "base")
         raise ConfigError(f"{env_path}: no configuration for environment '{env}' (known: {', '.join(known)})")
-    # the declared defaults (pipelines/settings.py), then base.yaml (the same values, commented:
+    # the declared defaults (pipelines/config/settings.py), then base.yaml (the same values, commented:
     # a test keeps them equal), the environment's file and the AUDITLAKE__* variables
     shape = Settings().model_dump()
     origins: dict[str, str] = {}

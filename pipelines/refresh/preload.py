@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import threading
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 GATES = ("great_expectations", "pipelines.quality.suites")  # the gates' library and suites
 GOLD = ("dbt.cli.main",)  # dbt's runner (pipelines/gold/run.py imports it when gold runs)

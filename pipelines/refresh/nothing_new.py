@@ -41,11 +41,11 @@ from datetime import UTC, date, datetime
 from importlib import metadata
 from pathlib import Path
 
-from pipelines import storage
 from pipelines.activity_log.bronze.listing import list_landing
-from pipelines.config import Config, secret
-from pipelines.local_files import write_json_whole
-from pipelines.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE_DIR
+from pipelines.config.load import Config, secret
+from pipelines.config.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE_DIR
+from pipelines.lake import storage
+from pipelines.lake.state_files import write_json_whole
 
 RECORD_FILE = "refresh_inputs.json"
 RECORD_VERSION = 1

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 
 def jar_file_name(coordinate: str) -> str:

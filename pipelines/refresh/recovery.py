@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from pipelines import storage
-from pipelines.delta_util import table_names
 from pipelines.errors import InputError
+from pipelines.lake import storage
+from pipelines.lake.delta_tables import table_names
 
 
 class OrphanTableError(InputError):

@@ -4,9 +4,9 @@
 environment files and ``AUDITLAKE__SECTION__KEY`` variables override them, and ``load_config``
 validates the merged values with ``Settings`` (pydantic, strict: a boolean is not a number, a
 number not a text). A failed check's message is one of the ``must be ...`` phrases below;
-``pipelines.config`` adds the key and the file or variable the value came from. What depends on
+``pipelines.config.load`` adds the key and the file or variable the value came from. What depends on
 several keys or on the environment (a secret a mode needs, sign-in before listening beyond this
-machine) is checked by ``pipelines.config`` after this.
+machine) is checked by ``pipelines.config.load`` after this.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # as Spark's date_
 # the layouts bronze reads that the sample generator can write
 GENERATE_LAYOUTS = (AUDITLAKE, DATE_FIRST, SCHEMA_FIRST)
 S3_CREDENTIALS = ("keys", "provider_chain")
-# the driver JVM's garbage collector (pipelines/spark_session.py GC_OPTIONS)
+# the driver JVM's garbage collector (pipelines/runtime/spark_session.py GC_OPTIONS)
 GARBAGE_COLLECTORS = ("parallel", "g1")
-# the driver JVM's just-in-time compilers (pipelines/spark_session.py JIT_OPTIONS)
+# the driver JVM's just-in-time compilers (pipelines/runtime/spark_session.py JIT_OPTIONS)
 JIT_COMPILERS = ("tiered", "c1")
 # a detection's severity (gold.rpt_detections), in rising order: alerts.min_severity is one of them
 ALERT_SEVERITIES = ("low", "medium", "high", "critical")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.config import Config
-from pipelines.jars import jar_paths
+from pipelines.config.load import Config
+from pipelines.runtime.jars import jar_paths
 
 
 def _java() -> Path | None:
@@ -71,7 +71,7 @@ def record_archive(cfg: Config, log=print) -> Path | None:
             "AUDITLAKE__PATHS__CHECKPOINT_DIR": "",
         }
         proc = subprocess.run(
-            [sys.executable, "-m", "pipelines.class_archive_workload", cfg.env, str(partial)],
+            [sys.executable, "-m", "pipelines.runtime.class_archive_workload", cfg.env, str(partial)],
             env=env,
             capture_output=True,
             text=True,

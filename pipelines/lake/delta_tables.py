@@ -46,7 +46,7 @@ def create_table_if_missing(
     partition_by: str | None = None,
 ) -> bool:
     """Create ``name`` empty (its first commit adds no file, so a kill mid-create leaves nothing that
-    pipelines/recovery.py would have to keep); -> True when it was created now."""
+    pipelines/refresh/recovery.py would have to keep); -> True when it was created now."""
     if spark.catalog.tableExists(name):
         return False
     ensure_schema(spark, name.split(".")[0])

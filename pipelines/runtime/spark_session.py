@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines import class_archive
-from pipelines.config import Config, ConfigError, secret
-from pipelines.delta_util import table_bytes
-from pipelines.jars import jar_paths, missing_jars
-from pipelines.project import CONF_DIR
-from pipelines.storage import is_uri
+from pipelines.config.load import Config, ConfigError, secret
+from pipelines.config.project import CONF_DIR
+from pipelines.lake.delta_tables import table_bytes
+from pipelines.lake.storage import is_uri
+from pipelines.runtime import class_archive
+from pipelines.runtime.jars import jar_paths, missing_jars
 
 # The driver JVM's garbage collector (spark.gc). A refresh is batch work: the parallel collector pauses the
 # threads to collect, with no concurrent marking beside them, and costs the fewest CPU-seconds; G1 (Java's
@@ -173,7 +173,7 @@ def spark_conf(cfg: Config, extra_java_options: str = "") -> dict[str, str]:
             # interpreted they slow the whole silver pass (docs/performance.md, "The JVM").
             "-XX:-DontCompileHugeMethods "
             f"{GC_OPTIONS[cfg.settings.spark.gc]} {JIT_OPTIONS[cfg.settings.spark.jit]} "
-            # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/class_archive.py)
+            # the classes `auditlake setup` recorded, mapped instead of loaded (pipelines/runtime/class_archive.py)
             f"{extra_java_options or class_archive.java_options(cfg)}"
         ).strip(),
         "spark.driver.memory": cfg.settings.spark.driver_memory,
@@ -268,7 +268,7 @@ def serve_conf(cfg: Config) -> dict[str, str]:
     both servers. The Thrift server reads these, like its host and port, from the session-start
     ``spark.hadoop.*`` settings: neither a runtime ``spark.conf.set`` nor a JVM system property set
     before it starts reaches it (checked). The LDAP provider's own settings are system properties,
-    and the keystore's password a system property only while the server starts (pipelines.serve)."""
+    and the keystore's password a system property only while the server starts (pipelines.serving.thrift)."""
     conf = {}
     if cfg.settings.serve.auth == "ldap":
         conf["spark.hadoop.hive.server2.authentication"] = "LDAP"

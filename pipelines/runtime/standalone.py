@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 from pipelines.errors import ExternalError
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

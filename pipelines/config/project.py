@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# this module sits in pipelines/config/: the package is the folder above
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # the folder `pipelines` is imported from: a child Python (the analysts' server) imports it from there
 IMPORT_ROOT = PACKAGE_DIR.parent
 BUNDLED_DIR = PACKAGE_DIR / "_project"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.config import Config
+from pipelines.config.load import Config
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,12 @@ class Tables:
 
     @property
     def erasures(self) -> str:
-        """One row per `auditlake erase` (pipelines/erase.py): counts and tokens, never erased values."""
+        """One row per `auditlake erase` (pipelines/personal_data/erase.py): counts and tokens, never erased values."""
         return f"{self.ops_schema}.erasures"
 
     @property
     def alert_deliveries(self) -> str:
-        """One row per detection queued for the webhook (pipelines/alerts.py): pending or sent, the payload."""
+        """One row per detection queued for the webhook (pipelines/alerts/webhook.py): pending or sent, the payload."""
         return f"{self.ops_schema}.alert_deliveries"
 
     @property

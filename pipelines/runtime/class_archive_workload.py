@@ -1,5 +1,5 @@
-"""The run that records the class archive (``pipelines/class_archive.py``): a child process of
-``auditlake setup``, ``python -m pipelines.class_archive_workload ENV ARCHIVE``, whose JVM loads what a
+"""The run that records the class archive (``pipelines/runtime/class_archive.py``): a child process of
+``auditlake setup``, ``python -m pipelines.runtime.class_archive_workload ENV ARCHIVE``, whose JVM loads what a
 refresh's driver loads first and writes the classes it loaded to ``ARCHIVE`` as it exits. It starts
 a Spark session, and the session maps the archive through ``class_archive``: so it lives apart."""
 
@@ -9,8 +9,8 @@ import sys
 
 from pyspark.sql import functions as F
 
-from pipelines.config import load_config
-from pipelines.spark_session import build_spark
+from pipelines.config.load import load_config
+from pipelines.runtime.spark_session import build_spark
 
 
 def run_workload(env: str, partial: str) -> None:

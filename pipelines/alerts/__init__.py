@@ -1,0 +1,1 @@
+"""Detections delivered: each new row of ``gold.rpt_detections`` posted once to a webhook."""

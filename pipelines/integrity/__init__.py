@@ -1,0 +1,1 @@
+"""What shows the lake is whole: counts reconciled layer to layer."""

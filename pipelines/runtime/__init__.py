@@ -1,0 +1,1 @@
+"""The Spark runtime: the session, Delta's JARs, the class archive that starts it faster, a standalone cluster."""
