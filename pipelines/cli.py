@@ -38,7 +38,8 @@ from pipelines.analyst.guard import guard_jar
 from pipelines.command.arguments import add_wait, parse_every, positive_int
 from pipelines.command.console import log
 from pipelines.command.error_log import write_traceback
-from pipelines.config.load import NO_S3_CLIENT, SERVE_ROLES, Config, has_no_s3_client, load_config, secret
+from pipelines.config.checks import NO_S3_CLIENT, SERVE_ROLES, has_no_s3_client
+from pipelines.config.load import Config, load_config, secret
 from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
 from pipelines.lake.silver_stamp import wait_until_stamps_past
 from pipelines.lake.table_names import tables
@@ -166,7 +167,7 @@ def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
 def cmd_erase(cfg: Config, args: argparse.Namespace) -> int:
     """GDPR Article 17: under the refresh lock, so no refresh promotes rows mid-way. An erasure a
     crash left pending is finished first (without --user: only that)."""
-    from pipelines.personal_data.erase import erase_person, finish_pending_erasure
+    from pipelines.personal_data.erase.run import erase_person, finish_pending_erasure
 
     salt = secret(cfg, "erase.salt_env") if args.user else ""
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):

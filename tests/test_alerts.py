@@ -17,7 +17,8 @@ from pipelines.alerts.webhook import headline, payload, post_json, send_alerts, 
 from pipelines.config.load import ConfigError, load_config
 from pipelines.lake.delta_tables import ensure_schema, table_version
 from pipelines.lake.table_names import tables
-from pipelines.personal_data.erase import Person, erasable_tables, pseudonymise_table, token_for
+from pipelines.personal_data.erase.person import Person, token_for
+from pipelines.personal_data.erase.rewrite import erasable_tables, pseudonymise_table
 from pipelines.refresh import RefreshReport, send_alerts_after_gold
 from tests.lake import use_variant, variant_environ
 

@@ -33,7 +33,9 @@ from auditlake_devtools.sample.activity_log import generate_activity_log
 from pipelines.config.load import load_config
 from pipelines.gold.compact import mart_tables
 from pipelines.lake.delta_tables import table_version
-from pipelines.personal_data.erase import PENDING_DIR, TOKEN_PREFIX, erase_person, resolve_person
+from pipelines.personal_data.erase.pending import PENDING_DIR
+from pipelines.personal_data.erase.person import TOKEN_PREFIX, resolve_person
+from pipelines.personal_data.erase.run import erase_person
 from pipelines.refresh import run_refresh
 from tests.lake import (
     BUNDLED_EXPORT,

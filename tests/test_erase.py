@@ -21,20 +21,10 @@ from pipelines.integrity.reconcile import reconcile, reconcile_files
 from pipelines.lake import storage
 from pipelines.lake.delta_tables import COMMIT_NOTE, ensure_schema, table_bytes, table_files, table_names, table_version
 from pipelines.lake.table_names import tables
-from pipelines.personal_data.erase import (
-    PENDING_DIR,
-    TOKEN_PREFIX,
-    PendingErasure,
-    Person,
-    PersonNotFound,
-    _clear_pending,
-    _save_pending,
-    erase_person,
-    load_pending,
-    pseudonymise_table,
-    rows_rewritten_by,
-    token_for,
-)
+from pipelines.personal_data.erase.pending import PENDING_DIR, PendingErasure, clear_pending, load_pending, save_pending
+from pipelines.personal_data.erase.person import TOKEN_PREFIX, Person, PersonNotFound, token_for
+from pipelines.personal_data.erase.rewrite import pseudonymise_table, rows_rewritten_by
+from pipelines.personal_data.erase.run import erase_person
 from pipelines.refresh import run_refresh
 from pipelines.runtime.spark_session import ROW_BYTES_AT_LEAST, session_conf, small_and_large, small_tables
 from tests.lake import file_gone, holding_by_table, variant_environ
@@ -211,15 +201,15 @@ def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path)
         True,
         0,
     )
-    _save_pending(spark, cfg, pending)
+    save_pending(spark, cfg, pending)
     pending.rows_by_table["bronze.t"] = 3
-    _save_pending(spark, cfg, pending)
+    save_pending(spark, cfg, pending)
     folder = Path(cfg.checkpoint_dir) / PENDING_DIR
     assert sorted(p.name for p in folder.glob("*.json")) == ["000002.json"], "older states are removed"
     (folder / "000003.json").write_text('{"erasure_id": "erase-x", "rows_by', encoding="utf-8")  # killed mid-write
     loaded = load_pending(spark, cfg)
     assert loaded.rows_by_table == {"bronze.t": 3} and loaded.person().keys == {"a@example.com"}
-    _clear_pending(spark, cfg)
+    clear_pending(spark, cfg)
     assert load_pending(spark, cfg) is None and not folder.exists()
 
 

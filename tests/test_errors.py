@@ -10,7 +10,7 @@ import pytest
 from pipelines import errors
 from pipelines.alerts.webhook import AlertsError
 from pipelines.gold.run import GoldError
-from pipelines.personal_data.erase import PersonNotFound
+from pipelines.personal_data.erase.person import PersonNotFound
 from pipelines.quality.gate import QualityGateError
 from pipelines.refresh.run_log import RefreshBusyError
 from pipelines.writeback.source import WritebackSourceError

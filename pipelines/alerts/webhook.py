@@ -43,7 +43,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config.load import WEBHOOK_URL, Config, secret
+from pipelines.config.checks import WEBHOOK_URL
+from pipelines.config.load import Config, secret
 from pipelines.config.settings import ALERT_SEVERITIES
 from pipelines.errors import ConfigError, InputError, one_line
 from pipelines.lake.delta_tables import create_table_if_missing

@@ -95,7 +95,7 @@ class Tables:
 
     @property
     def erasures(self) -> str:
-        """One row per `auditlake erase` (pipelines/personal_data/erase.py): counts and tokens, never erased values."""
+        """One row per `auditlake erase` (pipelines/personal_data/erase/): counts and tokens, never erased values."""
         return f"{self.ops_schema}.erasures"
 
     @property

@@ -3,7 +3,7 @@ each source, its one role (a person's key, e-mail, name, network trace, raw text
 personal), and which columns of a row describe the same person.
 
 Everything that treats personal data reads it here: dbt staging's column ``meta`` (generated), the
-analysts' masked tables (pipelines/analyst), erase's identity groups (pipelines/personal_data/erase.py) and the
+analysts' masked tables (pipelines/analyst), erase's identity groups (pipelines/personal_data/erase/) and the
 tests. Nothing finds personal columns by matching parts of their names.
 """
 

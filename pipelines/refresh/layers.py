@@ -27,7 +27,7 @@ from pipelines.gold.run import GoldResult, build_gold, merge_windows, over_silve
 from pipelines.gold.staging import event_marts
 from pipelines.lake.silver_stamp import wait_until_stamps_past
 from pipelines.lake.table_names import tables
-from pipelines.personal_data.erase import finish_pending_erasure
+from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
 from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.refresh.run_log import LayerRun, last_success_start, record_layer_run
@@ -92,7 +92,7 @@ def run_refresh(
     for schema, derived in recovered_schemas(cfg):
         clear_interrupted_creates(spark, schema, log=log, derived=derived)
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
-    # an erasure a crash left pending is finished before any new row lands (pipelines/personal_data/erase.py)
+    # an erasure a crash left pending is finished before any new row lands (pipelines/personal_data/erase/)
     finish_pending_erasure(spark, cfg, log=log)
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:

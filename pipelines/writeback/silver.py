@@ -349,7 +349,7 @@ def promote_writeback(spark: SparkSession, cfg: Config, run_id: str, log=print) 
     with small_tables(spark, cfg, [t.writeback_raw, t.writeback_audit]):
         query = (
             spark.readStream.format("delta")
-            # bronze only grows, but an erasure (pipelines/personal_data/erase.py) rewrites rows: not new ones
+            # bronze only grows, but an erasure (pipelines/personal_data/erase/) rewrites rows: not new ones
             .option("skipChangeCommits", "true")
             .table(t.writeback_raw)
             .writeStream.foreachBatch(each_batch)

@@ -303,7 +303,7 @@ def last_promoted(spark: SparkSession, t: Tables, family: str) -> int:
 
 
 # The commits of bronze that add rows: the landing's appends. Any other commit adds none silver has
-# not seen: an erasure's UPDATE (pipelines/personal_data/erase.py) rewrites rows already promoted, VACUUM START /
+# not seen: an erasure's UPDATE (pipelines/personal_data/erase/) rewrites rows already promoted, VACUUM START /
 # END and OPTIMIZE change no row; and the vacuum after an erasure deletes the change data of its
 # UPDATE, so such a commit must not even be read.
 APPENDS = ("WRITE", "STREAMING UPDATE")
