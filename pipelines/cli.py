@@ -41,8 +41,6 @@ from pipelines.command.error_log import write_traceback
 from pipelines.config.checks import NO_S3_CLIENT, SERVE_ROLES, has_no_s3_client
 from pipelines.config.load import Config, load_config, secret
 from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
-from pipelines.lake.silver_stamp import wait_until_stamps_past
-from pipelines.lake.table_names import tables
 from pipelines.refresh.run_log import refresh_lock
 from pipelines.runtime import spark_session
 from pipelines.runtime.class_archive import record_archive
@@ -144,18 +142,11 @@ def cmd_reconcile(cfg: Config, args: argparse.Namespace) -> int:
 
 def cmd_replay_quarantine(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: a refresh's silver step does the same first (pipelines/refresh/layers.py)."""
-    from pipelines.activity_log.silver.replay import replay_quarantine
-    from pipelines.activity_log.silver.views import ensure_event_views
+    from pipelines.activity_log.silver.replay import replay_on_its_own
     from pipelines.refresh import new_run_id
 
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        spark = spark_session.build_spark(cfg)
-        results = replay_quarantine(spark, cfg, new_run_id(), log=log)
-        for r in results:
-            if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
-                ensure_event_views(spark, cfg, r.family, log=log)
-        wait_until_stamps_past()  # as a refresh's silver layer: a refresh after it stamps a later second
-    total = sum(r.replayed for r in results)
+        total = replay_on_its_own(spark_session.build_spark(cfg), cfg, new_run_id(), log=log)
     log(
         f"replay-quarantine: {total} rows replayed"
         if total

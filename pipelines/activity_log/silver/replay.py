@@ -52,9 +52,10 @@ from pipelines.activity_log.silver.transform import (
     quarantine_of,
     stage,
 )
+from pipelines.activity_log.silver.views import ensure_event_views
 from pipelines.config.load import Config
 from pipelines.lake import storage
-from pipelines.lake.silver_stamp import with_silver_run
+from pipelines.lake.silver_stamp import wait_until_stamps_past, with_silver_run
 from pipelines.lake.table_names import Tables, tables
 from pipelines.quality.frames import silver_events_frame
 
@@ -220,3 +221,15 @@ def replay_quarantine(
 ) -> list[ReplayResult]:
     """Replay every family's quarantine rows of event types the registry has learnt."""
     return [replay_family(spark, cfg, family, run_id, log=log, gate=gate) for family in FAMILIES]
+
+
+def replay_on_its_own(spark: SparkSession, cfg: Config, run_id: str, log=print) -> int:
+    """``auditlake replay-quarantine``, outside a refresh (the caller holds the refresh lock): every
+    family's replay, its event views made again, and the next silver stamp past this run's, as a
+    refresh's silver layer leaves them. The rows replayed."""
+    results = replay_quarantine(spark, cfg, run_id, log=log)
+    for r in results:
+        if spark.catalog.tableExists(tables(cfg).silver_events(r.family)):
+            ensure_event_views(spark, cfg, r.family, log=log)
+    wait_until_stamps_past()
+    return sum(r.replayed for r in results)
