@@ -1,4 +1,5 @@
-"""Shared fixtures: one Delta-enabled SparkSession per test run, in a throwaway lakehouse."""
+"""Shared fixtures: one Delta-enabled SparkSession per test run, in a throwaway lakehouse; the shared gold
+lake; the generator's clean Activity Log, read back."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pipelines.config.load import load_config
 from pipelines.config.project import DBT_DIR
 from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
+from tests.generated_log import EVENTS, SEED, START, Run
 from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
@@ -240,3 +242,11 @@ def gold_lake(spark, lake_dir, tmp_path_factory, request):
     lake = GoldLake((cfg, first, second))
     lake.person = person
     return lake
+
+
+@pytest.fixture(scope="session")
+def clean_log(tmp_path_factory) -> Run:
+    """A week of clean Activity Log from the generator, read back (tests/generated_log.py): written once
+    for the generator's test modules that read it (test_generate_*.py)."""
+    root = tmp_path_factory.mktemp("clean")
+    return Run(root, generate_activity_log(root, EVENTS, seed=SEED, start=START, days=7))

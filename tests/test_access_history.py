@@ -2,7 +2,7 @@
 on a small lake made by hand: silver's entity histories as the silver contract gives them (the
 columns as delivered plus silver's own), ops.snapshot_hours, and the three Activity Log facts the
 snapshots are compared with. Only these models and their data tests run here; their unit tests
-run with every gold build (tests/test_gold.py), where no snapshots exist."""
+run on the shared gold lake (tests/test_gold_build.py), where no snapshots exist."""
 
 from __future__ import annotations
 

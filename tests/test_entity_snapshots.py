@@ -1,6 +1,6 @@
 """Entity snapshots: hourly Parquet files landed once, kept as a type-2 history that answers "as of"
-exactly; on small hand-made snapshots (the generator's are checked in test_generate and the gold
-tests)."""
+exactly; on small hand-made snapshots (the generator's are checked in test_generate_snapshot_*.py
+and the gold tests)."""
 
 from __future__ import annotations
 
