@@ -1,5 +1,5 @@
 """Shared fixtures: one Delta-enabled SparkSession per test run, in a throwaway lakehouse; the shared gold
-lake; the generator's clean Activity Log, read back."""
+lake; the generator's clean Activity Log, read back. The tiers and how they run: tests/README.md."""
 
 from __future__ import annotations
 
