@@ -99,7 +99,7 @@ def register(sub) -> None:
     from auditlake_devtools.sample.activity_log.writer import LAYOUTS
 
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
-    p.set_defaults(func=cmd_demo, needs_pseudonym_key=True)  # its refresh makes the analysts' copies
+    p.set_defaults(func=cmd_demo, writes_lake=True)  # its refresh makes the analysts' copies
 
     p = sub.add_parser("generate", help="write sample data: `activity-log` or `writeback`")
     generate = p.add_subparsers(dest="source", required=True)
@@ -156,14 +156,15 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
     p.add_argument(
         "--layer",
-        choices=["ingest", "all", "export", "refresh", "history", "serve"],
+        choices=["ingest", "all", "export", "refresh", "history", "serve", "trail"],
         default="ingest",
         help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
         "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
         "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
         "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
         "history: a delivery's gold on 0.5M events of history and on --events (silver seeded); "
-        "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session",
+        "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session; "
+        "trail: the signed digest's share of a +1%% delivery's refresh, and `verify` beside Spark's bare scan",
     )
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
@@ -176,7 +177,7 @@ def register(sub) -> None:
     p.add_argument("--sessions", type=positive_int, default=8, help="--layer serve: ordinary analysts' sessions")
     p.add_argument("--seconds", type=positive_int, default=120, help="--layer serve: how long each phase runs")
     p.add_argument("--doc", default="docs/performance.md")
-    p.set_defaults(func=cmd_bench, needs_pseudonym_key=True)  # its refreshes make the analysts' copies
+    p.set_defaults(func=cmd_bench, writes_lake=True)  # its refreshes make the analysts' copies
 
     p = sub.add_parser("docs", help="`analyst-guide`: re-run the analyst guide's SQL on this lake, write the outputs")
     docs = p.add_subparsers(dest="doc", required=True)

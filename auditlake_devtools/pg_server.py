@@ -181,7 +181,7 @@ def _main() -> int:
         from auditlake_devtools.sample.writeback import load_export_into_postgres
         from pipelines.config.load import load_config
 
-        databases = load_config(needs_pseudonym_key=False).settings.writeback.databases
+        databases = load_config(writes_lake=False).settings.writeback.databases
         load_export_into_postgres(server, BUNDLED_EXPORT, databases)
     print(
         f"export AUDITLAKE__WRITEBACK__SOURCE=jdbc AUDITLAKE__WRITEBACK__JDBC__PORT={server.port} "

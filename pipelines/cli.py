@@ -8,6 +8,10 @@
     auditlake sql "SELECT ..." [--format table|csv|json]
     auditlake serve [--role auditor]        Thrift server (JDBC/ODBC): analysts' (masked) or auditors' (clear)
     auditlake reconcile                     bronze = silver + duplicates + quarantine, per family
+    auditlake verify [--public-key FILE]    the signed trail: digests, files, rows, erasures (exit 1 naming a break)
+    auditlake integrity keygen DIR          a new Ed25519 key pair for signing the digests
+    auditlake hold add|list|release         legal holds: rows no retention or erasure may change
+    auditlake retention apply [--dry-run]   retire the rows retention.rules says have expired (signed record)
     auditlake replay-quarantine             quarantined rows of event types the registry learnt since -> silver
     auditlake erase --user LUID|EMAIL       pseudonymise one person in every layer, vacuum, record it (GDPR Art. 17)
     auditlake erase                         finish an erasure a crash left pending (a refresh does it first too)
@@ -41,7 +45,9 @@ from pipelines.command.error_log import write_traceback
 from pipelines.config.checks import NO_S3_CLIENT, SERVE_ROLES, has_no_s3_client
 from pipelines.config.load import Config, load_config, secret
 from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
-from pipelines.refresh.run_log import refresh_lock
+from pipelines.integrity.command import add_integrity, add_verify
+from pipelines.lake.run_log import refresh_lock
+from pipelines.lifecycle.command import add_hold, add_retention
 from pipelines.runtime import spark_session
 from pipelines.runtime.class_archive import record_archive
 from pipelines.runtime.jars import fetch_jars, missing_jars
@@ -329,7 +335,7 @@ def _add_refresh(sub) -> None:
         "reconciliation (as `reconcile`, exit 1 if it does not balance) and the latest "
         "quality run (reads all of history: slower as the lake grows)",
     )
-    p.set_defaults(func=cmd_refresh, needs_pseudonym_key=True)  # its gold layer makes the analysts' copies
+    p.set_defaults(func=cmd_refresh, writes_lake=True)  # its gold layer makes the analysts' copies
 
 
 def _add_serve(sub) -> None:
@@ -393,7 +399,7 @@ def _add_erase(sub) -> None:
     )
     p.add_argument("--requested-by", help="who asked for the erasure, for the record (default: the OS user)")
     add_wait(p)
-    p.set_defaults(func=cmd_erase, needs_pseudonym_key=True)  # it makes the analysts' copies again
+    p.set_defaults(func=cmd_erase, writes_lake=True)  # it makes the analysts' copies again
 
 
 def _add_alerts(sub) -> None:
@@ -489,6 +495,10 @@ COMMANDS = (
     _add_reconcile,
     _add_replay_quarantine,
     _add_erase,
+    add_verify,
+    add_integrity,
+    add_hold,
+    add_retention,
     _add_alerts,
     _add_export,
     _add_publish,
@@ -521,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg: Config | None = None
     try:
         # only a command that makes the analysts' pseudonyms says it needs their key (set_defaults)
-        cfg = load_config(args.env, needs_pseudonym_key=getattr(args, "needs_pseudonym_key", False))
+        cfg = load_config(args.env, writes_lake=getattr(args, "writes_lake", False))
         return args.func(cfg, args)
     except KeyboardInterrupt:  # a refresh cut short is finished by the next one (crash safety)
         print("auditlake: interrupted", file=sys.stderr)

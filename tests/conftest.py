@@ -21,11 +21,14 @@ from pipelines.config.project import DBT_DIR
 from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
 from tests.generated_log import EVENTS, SEED, START, Run
+from tests.keys import signing_key_pem
 from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 # The analysts' pseudonym key (analyst.pseudonym_key_env): one per test run, as an operator's would be
 os.environ.setdefault("AUDITLAKE_PSEUDONYM_KEY", secrets.token_hex(32))
+# The digests' signing key (integrity.signing_key_env): one per test run too
+os.environ.setdefault("AUDITLAKE_SIGNING_KEY", signing_key_pem())
 
 
 # The resources a test needs, told by the fixtures it uses (directly or through others), so that a

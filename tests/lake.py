@@ -9,10 +9,12 @@ from pathlib import Path
 # the bundled Write-Back export (its changes made by "maria.costa"; tests substitute the person they follow)
 from auditlake_devtools.sample import BUNDLED_EXPORT  # noqa: F401  (tests import it from here)
 from auditlake_devtools.variant import variant_environ as _variant
+from tests.keys import signing_key_pem
 
-# An environment holding only the analysts' pseudonym key (every mode needs it while analyst.enabled):
+# An environment holding only the keys a command that writes the lake needs (the analysts' pseudonym key,
+# the digests' signing key):
 # for tests that load the configuration from nothing but the variables they name.
-KEYED = {"AUDITLAKE_PSEUDONYM_KEY": "test-pseudonym-key-" + "0" * 24}
+KEYED = {"AUDITLAKE_PSEUDONYM_KEY": "test-pseudonym-key-" + "0" * 24, "AUDITLAKE_SIGNING_KEY": signing_key_pem()}
 
 
 def variant_environ(lake_dir: Path, name: str) -> dict[str, str]:

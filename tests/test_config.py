@@ -408,14 +408,40 @@ def test_the_pseudonym_key_is_needed_while_analyst_tables_are_made_and_must_be_l
         r"analyst\.enabled true \([^)]*base\.yaml\) needs the pseudonym key there$",
     ):
         load_config("test", environ={})
+    signed = {"AUDITLAKE_SIGNING_KEY": KEYED["AUDITLAKE_SIGNING_KEY"]}
     with pytest.raises(ConfigError, match="fewer than 32 characters: make one with `openssl rand -hex 32`") as caught:
-        load_config("test", environ={"AUDITLAKE_PSEUDONYM_KEY": "short-key"})
+        load_config("test", environ={**signed, "AUDITLAKE_PSEUDONYM_KEY": "short-key"})
     assert "short-key" not in str(caught.value)  # a secret: never in a message
-    assert load_config("test", environ={"AUDITLAKE__ANALYST__ENABLED": "false"}).get("analyst.enabled") is False
+    assert (
+        load_config("test", environ={**signed, "AUDITLAKE__ANALYST__ENABLED": "false"}).get("analyst.enabled") is False
+    )
     assert load_config("test", environ=dict(KEYED)).analyst_dir.endswith("/analyst")
     # a command that makes no pseudonym loads the same configuration without the key, short or unset
     for environ in ({}, {"AUDITLAKE_PSEUDONYM_KEY": "short-key"}):
-        assert load_config("test", environ=environ, needs_pseudonym_key=False).settings.analyst.enabled is True
+        assert load_config("test", environ=environ, writes_lake=False).settings.analyst.enabled is True
+
+
+def test_the_signing_key_is_needed_while_digests_are_written_and_must_be_ed25519():
+    unkeyed = {k: v for k, v in KEYED.items() if k != "AUDITLAKE_SIGNING_KEY"}
+    with pytest.raises(
+        ConfigError,
+        match=r"^[^\n]*base\.yaml: config key 'integrity\.signing_key_env' names environment variable "
+        r"AUDITLAKE_SIGNING_KEY, which is not set: integrity\.enabled true \([^)]*base\.yaml\) needs the "
+        r"digests' signing key there$",
+    ):
+        load_config("test", environ=unkeyed)
+    with pytest.raises(
+        ConfigError,
+        match=r"names environment variable AUDITLAKE_SIGNING_KEY, which does not hold an Ed25519 private key: "
+        r"not a PEM key \(no -----BEGIN \.\.\.----- line\) \(make one with `auditlake integrity keygen DIR`\)$",
+    ):
+        load_config("test", environ={**unkeyed, "AUDITLAKE_SIGNING_KEY": "not-a-key"})
+    # its newlines turned to spaces, as a Makefile passes it: still the key
+    flat = KEYED["AUDITLAKE_SIGNING_KEY"].replace("\n", " ")
+    assert load_config("test", environ={**unkeyed, "AUDITLAKE_SIGNING_KEY": flat}).settings.integrity.enabled
+    # off, or a command that writes nothing: no key needed
+    assert load_config("test", environ={**unkeyed, "AUDITLAKE__INTEGRITY__ENABLED": "false"})
+    assert load_config("test", environ=unkeyed, writes_lake=False).digest_dir.endswith("/digests")
 
 
 def _without_the_key(tmp_path) -> dict[str, str]:

@@ -10,9 +10,9 @@ import pytest
 from pipelines import errors
 from pipelines.alerts.webhook import AlertsError
 from pipelines.gold.run import GoldError
+from pipelines.lake.run_log import RefreshBusyError
 from pipelines.personal_data.erase.person import PersonNotFound
 from pipelines.quality.gate import QualityGateError
-from pipelines.refresh.run_log import RefreshBusyError
 from pipelines.writeback.source import WritebackSourceError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,9 +21,9 @@ from pipelines.gold.run import dbt_log_dir, dbt_target_dir, run_dbt
 from pipelines.gold.selection import moved_sources_selection
 from pipelines.lake import delta_tables
 from pipelines.lake.delta_tables import table_version
+from pipelines.lake.run_log import last_success_start
 from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
-from pipelines.refresh.run_log import last_success_start
 from tests.lake import variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=3)]

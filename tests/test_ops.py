@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 
 from pipelines.config.load import load_config
-from pipelines.refresh.run_log import LOCK_FILE, RefreshBusyError, refresh_lock
+from pipelines.lake.run_log import LOCK_FILE, RefreshBusyError, refresh_lock
 from pipelines.serving.query import format_rows
 from tests.lake import variant_environ
 
@@ -61,7 +61,7 @@ def test_a_killed_refresh_leaves_no_stale_lock(lake_dir):
             sys.executable,
             "-c",
             "import time; from pipelines.config.load import load_config\n"
-            "from pipelines.refresh.run_log import refresh_lock\n"
+            "from pipelines.lake.run_log import refresh_lock\n"
             "with refresh_lock(load_config('test'), log=print):\n    print('held', flush=True); time.sleep(300)",
         ],
         env=environ,

@@ -113,6 +113,8 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
     out = capsys.readouterr().out
     assert "refresh: nothing new since refresh run-1" in out and "Spark not started" in out
     assert "feed: site s has gone quiet" in out  # what the recorded run said whatever it found
+    # an idle period still gets its signed digest (without Spark), so a missing period shows
+    assert "integrity: digest 00000001-refresh.json: 0 files, 0 rows, 0 erasure records, signed" in out
     assert main([*command, "--force"]) != 0 and "stopped by the test" in capsys.readouterr().err
     assert nothing_new.recorded(cfg) is None  # a run that fails leaves no record: the next one runs every layer
 

@@ -15,16 +15,26 @@ from pydantic import ValidationError
 from pipelines.config.project import resolve
 from pipelines.config.settings import Settings
 from pipelines.errors import ConfigError
+from pipelines.integrity.signing import KeyProblem, private_key
 
 # `auditlake serve --role`: the analysts' server (masked tables only; the default) or the auditors' (clear)
 SERVE_ROLES = ("analyst", "auditor")
 
+# the keys only a command that writes the lake needs: the pseudonyms' and the digests' signing key
+KEYS_FOR_WRITING = ("analyst.pseudonym_key_env", "integrity.signing_key_env")
 # what the variable alerts.webhook_url_env names must hold
 WEBHOOK_URL = re.compile(r"https?://\S+")
 
 
 # Location settings that may be s3a:// URIs (then the S3A client and its settings are used).
-S3_LOCATION_KEYS = ("paths.landing_dir", "paths.warehouse_dir", "paths.checkpoint_dir", "ocsf.out_dir", "analyst.dir")
+S3_LOCATION_KEYS = (
+    "paths.landing_dir",
+    "paths.warehouse_dir",
+    "paths.checkpoint_dir",
+    "ocsf.out_dir",
+    "analyst.dir",
+    "integrity.digest_dir",
+)
 
 
 NO_S3_CLIENT = "Hadoop reaches S3 as s3a:// (s3:// and s3n:// have no client here)"
@@ -50,6 +60,7 @@ SECRETS = (
     ("serve.tls.enabled", True, "serve.tls.keystore_password_env", "the password"),
     ("alerts.on_refresh", True, "alerts.webhook_url_env", "the webhook URL"),
     ("analyst.enabled", True, "analyst.pseudonym_key_env", "the pseudonym key"),
+    ("integrity.enabled", True, "integrity.signing_key_env", "the digests' signing key"),
     ("tableau.publish_on_refresh", True, "tableau.token_name_env", "the personal access token's name"),
     ("tableau.publish_on_refresh", True, "tableau.token_secret_env", "the personal access token's secret"),
 )
@@ -83,11 +94,11 @@ def _settings(values: dict, fail: Callable[[str, str], NoReturn], base_path: Pat
 
 
 def validate(
-    values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str], needs_pseudonym_key: bool
+    values: dict, origins: dict[str, str], base_path: Path, environ: Mapping[str, str], writes_lake: bool
 ) -> Settings:
     """Every value against its declaration (pipelines/config/settings.py), then what several keys or the
     environment decide together: the secrets the chosen modes need (the pseudonym key only with
-    ``needs_pseudonym_key``), sign-in, S3."""
+    ``writes_lake``), sign-in, S3."""
 
     def origin(key: str) -> str:
         while key:
@@ -116,7 +127,7 @@ def validate(
         return node
 
     for mode_key, mode, env_key, what in SECRETS:
-        if env_key == "analyst.pseudonym_key_env" and not needs_pseudonym_key:
+        if env_key in KEYS_FOR_WRITING and not writes_lake:
             continue
         if lookup(mode_key) == mode and lookup(env_key) not in environ:
             shown = str(mode).lower() if isinstance(mode, bool) else mode
@@ -144,13 +155,23 @@ def validate(
             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
         )
     key_name = lookup("analyst.pseudonym_key_env")
-    if needs_pseudonym_key and lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
+    if writes_lake and lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
         fail(
             "analyst.pseudonym_key_env",
             f"names environment variable {key_name}, which holds fewer than "
             f"{MIN_PSEUDONYM_KEY_LENGTH} characters: make one with "
             "`openssl rand -hex 32`",
         )
+    signing_name = lookup("integrity.signing_key_env")
+    if writes_lake and lookup("integrity.enabled"):
+        try:
+            private_key(environ[signing_name])
+        except KeyProblem as exc:
+            fail(
+                "integrity.signing_key_env",
+                f"names environment variable {signing_name}, which does not hold an Ed25519 private key: {exc} "
+                "(make one with `auditlake integrity keygen DIR`)",
+            )
     for key in S3_LOCATION_KEYS:
         if has_no_s3_client(str(lookup(key))):
             fail(key, f"is {lookup(key)!r}: {NO_S3_CLIENT}")

@@ -6,8 +6,8 @@ in ``pipelines/config/settings.py``, and every value is checked against its decl
 configuration loads: its type, and its enumeration, range or shape; then what several keys decide
 together. A mode that needs a secret (``metastore.kind:
 postgresql``, ``writeback.source: jdbc``, ``alerts.on_refresh: true``) needs the environment
-variable its ``*_env`` key names to be set; the analysts' pseudonym key only for a command that makes
-pseudonyms (``needs_pseudonym_key``). Any problem is a ``ConfigError`` whose one line names the key
+variable its ``*_env`` key names to be set; the analysts' pseudonym key and the digests' signing key only
+for a command that writes the lake (``writes_lake``). Any problem is a ``ConfigError`` whose one line names the key
 and the file or environment variable the value came from (``auditlake`` exits 2, before Spark starts).
 
 Secrets are never in conf/: a key ending in ``_env`` holds the NAME of the environment variable
@@ -70,6 +70,10 @@ class Config:
         if not value:
             return str(self.data_dir / default_under_data_dir)
         return value if is_uri(value) else str(self.path(dotted))
+
+    @property
+    def digest_dir(self) -> str:
+        return self.location("integrity.digest_dir", "digests")
 
     @property
     def uses_s3(self) -> bool:
@@ -197,12 +201,13 @@ def load_config(
     env: str | None = None,
     conf_dir: Path = CONF_DIR,
     environ: Mapping[str, str] | None = None,
-    needs_pseudonym_key: bool = True,
+    writes_lake: bool = True,
 ) -> Config:
     """Load and validate the configuration for ``env`` (default: $AUDITLAKE_ENV or 'local'): a name
     (``conf/<env>.yaml``, shipped with the product) or the path of a YAML file of one's own (``*.yaml``).
-    ``needs_pseudonym_key``: the caller makes the analysts' pseudonyms (a refresh, an erasure), so the
-    key must be set while ``analyst.enabled``; a command that makes none starts without it."""
+    ``writes_lake``: the caller writes the lake (a refresh, an erasure): it makes the analysts' pseudonyms and
+    signs digests, so the keys they need must be set while their features are on; a command that
+    writes nothing starts without them."""
     environ = dict(os.environ if environ is None else environ)
     env = env or environ.get(ENV_VAR) or "local"
     base_path = conf_dir / "base.yaml"
@@ -226,5 +231,5 @@ def load_config(
     values = _merge(values, _read_yaml(env_path), shape, lambda _key: str(env_path), origins)
     overrides, names = _env_overrides(environ)
     values = _merge(values, overrides, shape, _env_source(names), origins)
-    settings = validate(values, origins, base_path, environ, needs_pseudonym_key)
+    settings = validate(values, origins, base_path, environ, writes_lake)
     return Config(env, values, (str(base_path), str(env_path)), settings)

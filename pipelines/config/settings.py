@@ -413,6 +413,28 @@ class Erase(Section):
     salt_env: EnvName = key("AUDITLAKE_ERASE_SALT", "NAME of the variable holding the tokens' salt")
 
 
+class RetentionRule(Section):
+    keep: Text(r"[1-9]\d*d", "a number of days such as 90d") = key("3650d", "how long rows it matches are kept")
+    family: OneOf("", "site", "tenant") = key("", "site | tenant ('' = both)")
+    event_type: Text() = key("", "an event type ('' = any)")
+    site: Text() = key("", "a site's LUID ('' = any)")
+
+
+class Retention(Section):
+    rules: list[RetentionRule] = key([], "which Activity Log rows are retired after how long ([] = keep everything)")
+    vacuum_retain_hours: Whole(0) = key(0, "old file versions kept after a retention run's vacuum")
+
+
+class Integrity(Section):
+    enabled: bool = key(True, "a signed digest after every refresh and erasure (`auditlake verify` checks them)")
+    digest_dir: Text() = key("", "the digest log, written once per digest (a path or URI; '' = <data_dir>/digests)")
+    signing_key_env: EnvName = key(
+        "AUDITLAKE_SIGNING_KEY", "NAME of the variable holding the Ed25519 private key (PEM)"
+    )
+    public_key_file: Text() = key("", "the public key `verify` checks against ('' = the signing key's public half)")
+    anchor_file: Text() = key("", "each digest's name and SHA-256 appended here, for a witness ('' = none)")
+
+
 class Alerts(Section):
     webhook_url_env: EnvName = key("AUDITLAKE_ALERTS_WEBHOOK_URL", "NAME of the variable holding the webhook URL")
     min_severity: OneOf(*ALERT_SEVERITIES) = key("medium", "detections below this are never queued")
@@ -476,6 +498,8 @@ class Settings(Section):
     generate: Generate = key(Generate, "the sample generator")
     writeback: Writeback = key(Writeback, "the Write-Back extension's historical_audit table")
     erase: Erase = key(Erase, "`auditlake erase`")
+    integrity: Integrity = key(Integrity, "the signed trail (`auditlake verify`)")
+    retention: Retention = key(Retention, "`auditlake retention apply`")
     alerts: Alerts = key(Alerts, "`auditlake alerts`")
     hyper: Hyper = key(Hyper, "`auditlake export hyper`")
     tableau: Tableau = key(Tableau, "`auditlake publish`")

@@ -85,10 +85,11 @@ class FileReconciliation:
     ledger_rows: int  # rows the ledger says its landed files hold
     bronze_rows: int
     bronze_files_not_ledgered: int  # files with rows in bronze and no landed verdict: must be 0
+    retired: int = 0  # rows of landed files a retention run retired (ops.retired_rows)
 
     @property
     def balanced(self) -> bool:
-        return self.ledger_rows == self.bronze_rows and self.bronze_files_not_ledgered == 0
+        return self.ledger_rows == self.bronze_rows + self.retired and self.bronze_files_not_ledgered == 0
 
 
 def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | None:
@@ -114,7 +115,8 @@ def reconcile_files(spark: SparkSession, cfg: Config) -> FileReconciliation | No
         ).count()
         bronze_files.unpersist()
     ledger_rows = landed.agg(F.sum("rows")).first()[0] or 0
-    return FileReconciliation(ledger.file_counts(spark, t), ledger_rows, bronze_rows, missing)
+    retired = spark.table(t.retired_rows).count() if spark.catalog.tableExists(t.retired_rows) else 0
+    return FileReconciliation(ledger.file_counts(spark, t), ledger_rows, bronze_rows, missing, retired)
 
 
 def format_files(r: FileReconciliation) -> str:
@@ -129,7 +131,8 @@ def format_files(r: FileReconciliation) -> str:
             else "MISMATCH"
         )
     )
-    lines.append(f"rows of landed files {r.ledger_rows}, rows in bronze {r.bronze_rows}: {check}")
+    retired = f" + retired {r.retired}" if r.retired else ""
+    lines.append(f"rows of landed files {r.ledger_rows}, rows in bronze {r.bronze_rows}{retired}: {check}")
     return "\n".join(lines)
 
 

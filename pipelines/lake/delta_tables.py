@@ -3,10 +3,14 @@ on several small tables at once."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from pyspark.sql import Row, SparkSession
+
+from pipelines.lake import storage
 
 # Small tables' jobs (a copy, a vacuum) are mostly the driver's planning, listing and commits, with the
 # cores idle between short tasks: a few at once on one session fill them.
@@ -92,6 +96,38 @@ def _log_snapshot(spark: SparkSession, table: str):
         return log.update(False, none, none)
     except Exception:
         return None
+
+
+def log_location(spark: SparkSession, table: str) -> str:
+    """Where the table's ``_delta_log`` folder is (a path or URI)."""
+    jss = spark._jsparkSession
+    ident = jss.sessionState().sqlParser().parseTableIdentifier(table)
+    return str(spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(jss, ident).logPath().toString())
+
+
+def commit_file(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def commit_file_sha256s(spark: SparkSession, table: str, first: int, last: int) -> dict[str, str | None]:
+    """{version: SHA-256 of its commit file} for versions ``first`` to ``last`` (None: the file is gone,
+    past the log's retention)."""
+    if last < first:
+        return {}
+    folder = log_location(spark, table)
+    sums: dict[str, str | None] = {}
+    for version in range(max(first, 0), last + 1):
+        location = storage.join(folder, commit_file(version))
+        local = storage.local_path(location)
+        if local is not None:
+            try:
+                sums[str(version)] = hashlib.sha256(Path(local).read_bytes()).hexdigest()
+            except FileNotFoundError:
+                sums[str(version)] = None
+        else:
+            found = storage.exists(spark, location)
+            sums[str(version)] = hashlib.sha256(storage.read_bytes(spark, location)).hexdigest() if found else None
+    return sums
 
 
 def _log_version(spark: SparkSession, table: str) -> int | None:

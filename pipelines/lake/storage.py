@@ -85,6 +85,28 @@ def read_text(spark: SparkSession, location: str) -> str | None:
         stream.close()
 
 
+def read_bytes(spark: SparkSession, location: str) -> bytes:
+    fs, path = _fs(spark, location)
+    stream = fs.open(path)
+    try:
+        return bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def create_new(spark: SparkSession, location: str, data: bytes) -> None:
+    """Write a file that must not exist (``FileExistsError`` if it does): Hadoop's create without
+    overwrite, which S3A checks before it uploads."""
+    fs, path = _fs(spark, location)
+    if fs.exists(path):
+        raise FileExistsError(location)
+    stream = fs.create(path, False)
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()
+
+
 def write_text(spark: SparkSession, location: str, text: str) -> None:
     fs, path = _fs(spark, location)
     stream = fs.create(path, True)  # parents are created; an existing file is replaced

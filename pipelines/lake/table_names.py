@@ -94,6 +94,20 @@ class Tables:
         return f"{self.ops_schema}.writeback_watermarks"
 
     @property
+    def retired_rows(self) -> str:
+        """One row per bronze row a retention run retired: its id, landing hash, run and file (no content)."""
+        return f"{self.ops_schema}.retired_rows"
+
+    @property
+    def retention_runs(self) -> str:
+        return f"{self.ops_schema}.retention_runs"
+
+    @property
+    def legal_holds(self) -> str:
+        """One row per legal hold (`auditlake hold add`), released ones kept."""
+        return f"{self.ops_schema}.legal_holds"
+
+    @property
     def erasures(self) -> str:
         """One row per `auditlake erase` (pipelines/personal_data/erase/): counts and tokens, never erased values."""
         return f"{self.ops_schema}.erasures"

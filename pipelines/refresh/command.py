@@ -13,10 +13,11 @@ from pipelines.analyst.launch import secure_lake
 from pipelines.command.console import log
 from pipelines.config.load import Config
 from pipelines.errors import UsageError
+from pipelines.integrity.capture import write_digest
+from pipelines.lake.run_log import refresh_lock
 from pipelines.refresh import nothing_new
-from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, run_refresh
+from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, new_run_id, run_refresh
 from pipelines.refresh.preload import modules_for, preload
-from pipelines.refresh.run_log import refresh_lock
 from pipelines.refresh.summary import print_summary
 from pipelines.runtime import spark_session
 
@@ -40,6 +41,8 @@ def refresh(
     with refresh_lock(cfg, wait_seconds=wait, log=log):
         verdict = _what_changed(cfg, layers, source)
         if verdict is not None and verdict.nothing_new and not (force or summary):
+            # an idle period gets its digest too, so a missing one shows
+            write_digest(cfg, "refresh", new_run_id(), log=log)
             _say_nothing_new(cfg, verdict, started)
             return True
         nothing_new.forget(cfg)  # a run that fails or is killed leaves no record behind

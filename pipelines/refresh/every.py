@@ -11,8 +11,8 @@ from pipelines.command.console import log
 from pipelines.command.error_log import write_traceback
 from pipelines.config.load import Config
 from pipelines.errors import EXIT_INTERRUPTED, one_line
+from pipelines.lake.run_log import RefreshBusyError
 from pipelines.refresh.command import refresh
-from pipelines.refresh.run_log import RefreshBusyError
 
 # `refresh --every` gives up after this many failed runs in a row (a supervisor can then restart it)
 FAILURES_IN_A_ROW = 3

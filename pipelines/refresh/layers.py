@@ -25,12 +25,13 @@ from pipelines.gold.checks import reconciliation_frame, validate_gold
 from pipelines.gold.compact import Compaction, compact_marts
 from pipelines.gold.run import GoldResult, build_gold, merge_windows, over_silver, silver_tables
 from pipelines.gold.staging import event_marts
+from pipelines.integrity.capture import write_digest
+from pipelines.lake.run_log import LayerRun, last_success_start, record_layer_run
 from pipelines.lake.silver_stamp import wait_until_stamps_past
 from pipelines.lake.table_names import tables
 from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
 from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
-from pipelines.refresh.run_log import LayerRun, last_success_start, record_layer_run
 from pipelines.runtime.spark_session import describe_jobs, small_input_below
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
@@ -98,6 +99,8 @@ def run_refresh(
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)
     secure_lake(cfg)  # and the folders this run made
+    # signed and chained to the last digest; a run killed before this is covered by the next one's
+    write_digest(cfg, "refresh", report.run_id, spark, log=log)
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
     if "gold" in layers and cfg.settings.alerts.on_refresh:
         send_alerts_after_gold(spark, cfg, report, log)

@@ -160,6 +160,7 @@ def not_told(cfg: Config, source: Path | None) -> str | None:
             ("paths.warehouse_dir", cfg.warehouse_dir),
             ("paths.checkpoint_dir", cfg.checkpoint_dir),
             ("analyst.dir", cfg.analyst_dir),
+            ("integrity.digest_dir", cfg.digest_dir),
         )
         if storage.local_path(location) is None
     ]

@@ -16,7 +16,7 @@ from pipelines.runtime.spark_session import build_spark
 def run_workload(env: str, partial: str) -> None:
     """What a refresh's driver loads first: a session on the metastore, Delta writes, reads, a merge,
     JSON typing and an aggregate; then the JVM writes the archive as it exits."""
-    cfg = load_config(env, needs_pseudonym_key=False)  # `auditlake setup` starts without the key
+    cfg = load_config(env, writes_lake=False)  # `auditlake setup` starts without the key
     spark = build_spark(cfg, extra_java_options=f"-XX:ArchiveClassesAtExit={partial}")
     spark.sql("CREATE SCHEMA IF NOT EXISTS probe")
     rows = spark.createDataFrame(

@@ -13,12 +13,14 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.load import Config
 from pipelines.gold import inputs as gold_inputs
+from pipelines.integrity.capture import write_digest
 from pipelines.lake.delta_tables import (
     COMMIT_NOTE,
     for_each_table,
     table_version,
 )
 from pipelines.lake.table_names import tables
+from pipelines.lifecycle.holds import refuse_erasure_under_hold
 from pipelines.personal_data.erase.pending import PendingErasure, clear_pending, load_pending, save_pending
 from pipelines.personal_data.erase.person import Person, identifier_kind, resolve_person, token_for
 from pipelines.personal_data.erase.readers import move_silver_past, require_promoted
@@ -50,6 +52,7 @@ def begin_erasure(
     erasure_id = f"erase-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     require_promoted(spark, cfg)
     person = resolve_person(spark, cfg, user)
+    refuse_erasure_under_hold(spark, cfg, person.identifiers())
     tokens = {value: token_for(value, salt) for value in person.identifiers()}
     lake_tables = erasable_tables(spark, cfg)
     pending = PendingErasure(
@@ -152,6 +155,8 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         f"erase {pending.erasure_id}: {report.rows_total} rows in {len(report.rows_by_table)} tables pseudonymised; "
         f"recorded in {tables(cfg).erasures}"
     )
+    # which rows it rewrote, signed: `auditlake verify` accepts exactly those rewrites
+    write_digest(cfg, "erasure", pending.erasure_id, spark, log=log)
     exported = ocsf_exports_note(spark, cfg)
     if exported:
         log(exported)

@@ -1,0 +1,104 @@
+"""An erasure on the record: which trail rows it rewrote, each one's content hash from landing and the
+hash of its content after, the tokens, when and on whose request; never a clear value.
+
+An erasure rewrites bronze's raw content (tokens where identifiers were), so those rows no longer hash
+to the ``content_hash`` stored at landing. ``verify`` accepts exactly the rewrites a signed record lists.
+The record is taken after the erasure is done, from the rows themselves: every row whose content no
+longer matches its landing hash and that no earlier record accounts for, holding one of the erasure's
+tokens. It goes into the next digest (the erasure's own, or a refresh's after a crash).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.config.load import Config
+from pipelines.integrity.digest_log import DigestLog
+from pipelines.integrity.trail import trail_tables
+from pipelines.lake.table_names import tables
+
+DONE = "done"  # ops.erasures' status once an erasure finished (pipelines/personal_data/erase/record.py)
+
+
+def accepted_rewrites(records: list[dict]) -> dict[tuple[str, str], str]:
+    """(table, row id) -> the content hash the row must have now: the latest record's."""
+    accepted: dict[tuple[str, str], str] = {}
+    for record in records:
+        for table, rows in record.get("rewrites", {}).items():
+            for row_id, _landed, after in rows:
+                accepted[(table, row_id)] = after
+    return accepted
+
+
+def recorded_erasures(digest_log: DigestLog) -> list[dict]:
+    """Every erasure record in the log, oldest first."""
+    records = []
+    for stored in digest_log.digests()[0]:
+        parsed = stored.parsed() or {}
+        records.extend(parsed.get("erasures") or [])
+    return records
+
+
+def changed_rows(spark: SparkSession, cfg: Config) -> dict[str, list]:
+    """Per raw trail table, the rows whose content no longer hashes to their landing hash: (row id,
+    landing hash, hash now, content now)."""
+    changed = {}
+    for table in trail_tables(tables(cfg)):
+        if table.content is None or not spark.catalog.tableExists(table.name):
+            continue
+        changed[table.name] = (
+            spark.table(table.name)
+            .select(
+                table.row_id.alias("row_id"),
+                "content_hash",
+                table.content_sha256.alias("now"),
+                table.content.alias("content"),
+            )
+            .where(F.col("now") != F.col("content_hash"))
+            .collect()
+        )
+    return changed
+
+
+def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest_log: DigestLog) -> list[dict]:
+    """The records of the erasures done and not yet recorded, oldest first ([] in the usual case, at the
+    cost of one small read of ``ops.erasures``)."""
+    table = tables(cfg).erasures
+    if not spark.catalog.tableExists(table):
+        return []
+    done = [
+        r
+        for r in spark.table(table).where(F.col("status") == DONE).orderBy("erased_at").collect()
+        if r["erasure_id"] not in recorded
+    ]
+    if not done:
+        return []
+    accepted = accepted_rewrites(recorded_erasures(digest_log))
+    # each changed row no record accounts for goes to the newest of these erasures whose token it holds
+    owner: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for name, rows in changed_rows(spark, cfg).items():
+        for row in rows:
+            if accepted.get((name, row["row_id"])) == row["now"]:
+                continue
+            holders = [i for i, e in enumerate(done) if any(tok in (row["content"] or "") for tok in e["tokens"] or [])]
+            if holders:
+                owner[(name, row["row_id"])] = (holders[-1], row["content_hash"], row["now"])
+    records = []
+    for i, erasure in enumerate(done):
+        rewrites: dict[str, list] = {}
+        for (name, row_id), (who, landed, now) in sorted(owner.items()):
+            if who == i:
+                rewrites.setdefault(name, []).append([row_id, landed, now])
+        records.append(
+            {
+                "erasure_id": erasure["erasure_id"],
+                "requested_by": erasure["requested_by"],
+                "erased_at": erasure["erased_at"].isoformat() if erasure["erased_at"] else None,
+                "identifier_kind": erasure["identifier_kind"],
+                "tokens": sorted(erasure["tokens"] or []),
+                "rows_total": erasure["rows_total"],
+                "rewrites": rewrites,
+            }
+        )
+    return records

@@ -1,0 +1,405 @@
+"""The signed trail: digests after each refresh and erasure, and `auditlake verify` holding on a lake
+changed only by the product, and naming each change made outside it (a real edit of a table, a file or a
+digest, undone after its check so the next one starts from a lake that verifies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pyspark.sql import functions as F
+
+from auditlake_devtools.sample.activity_log import generate_activity_log
+from pipelines.cli import main
+from pipelines.config.load import load_config
+from pipelines.integrity import report
+from pipelines.integrity.capture import write_digest
+from pipelines.integrity.digest_log import DigestLog, file_bytes, unsigned
+from pipelines.integrity.signing import fingerprint, public_key, sign
+from pipelines.integrity.verify import verify
+from pipelines.lake.delta_tables import log_location, table_version
+from pipelines.lake.table_names import tables
+from pipelines.lifecycle.holds import HoldRefused, add_hold, release_hold
+from pipelines.lifecycle.retention import apply_retention
+from pipelines.lifecycle.scope import site_luid
+from pipelines.personal_data.erase.run import erase_person
+from pipelines.refresh import new_run_id, run_refresh
+from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
+
+pytestmark = [pytest.mark.slow(minutes=4)]
+SALT = "trail-salt"
+FORGED_RUN = "29991231T000000Z-forged00"
+# what the fixture leaves for the tests: the tables' versions after the first refresh, a day not delivered
+FIRST_VERSIONS: dict[str, int] = {}
+LATER_DAY: list = []
+# a row deleted from bronze, or one added, also unbalances bronze = silver + duplicates + quarantine
+UNRECONCILED = "the layers do not reconcile: run `auditlake reconcile` for the counts"
+
+
+def _trail_names(cfg) -> list[str]:
+    t = tables(cfg)
+    return [t.bronze_raw("site"), t.bronze_raw("tenant"), t.writeback_raw, t.file_ledger]
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def trail(spark, lake_dir, tmp_path_factory):
+    """Two deliveries refreshed through bronze and silver (with the bundled Write-Back export), then one
+    person erased: three digests."""
+    environ = variant_environ(lake_dir, "trail")
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
+    environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(BUNDLED_EXPORT)
+    environ["AUDITLAKE__ANALYST__ENABLED"] = "false"
+    cfg = load_config("test", environ=environ)
+    generated = tmp_path_factory.mktemp("trail_generated")
+    generate_activity_log(generated, 150, seed=3, days=3)
+    days = sorted({p.name.split("=")[1] for p in generated.rglob("d=*") if p.is_dir()})
+    landing = cfg.path("paths.landing_dir")
+    runs = []
+    for day in days[:2]:
+        assert move_day(generated, landing, day) > 0
+        runs.append(run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet).run_id)
+        if len(runs) == 1:
+            FIRST_VERSIONS.update({name: table_version(spark, name) for name in _trail_names(cfg)})
+    LATER_DAY.append((generated, days[2]))
+    person = (
+        spark.table(tables(cfg).silver_events("site"))
+        .where("email IS NOT NULL")
+        .select("email")
+        .orderBy("email")
+        .first()["email"]
+    )
+    erasure = erase_person(spark, cfg, person, SALT, requested_by="dpo-ticket-9", log=_quiet)
+    return cfg, runs, erasure
+
+
+def _key():
+    return public_key(os.environ["AUDITLAKE_SIGNING_KEY"])
+
+
+def _verify(spark, cfg, **kwargs):
+    return verify(spark, cfg, kwargs.pop("key", None) or _key(), log=_quiet, **kwargs)
+
+
+def _counts(spark, cfg) -> tuple[int, int]:
+    t = tables(cfg)
+    rows = sum(spark.table(name).count() for name in _trail_names(cfg))
+    files = spark.table(t.file_ledger).where(F.col("status").isin("landed", "quarantined")).count()
+    return rows, files
+
+
+def test_verify_holds_after_refreshes_and_an_erasure(spark, trail):
+    cfg, _runs, erasure = trail
+    names = [d.name for d in DigestLog(cfg.digest_dir).digests()[0]]
+    assert names == ["00000001-refresh.json", "00000002-refresh.json", "00000003-erasure.json"]
+    result = _verify(spark, cfg)
+    assert result.findings == []
+    rows, files = _counts(spark, cfg)
+    record = json.loads(Path(cfg.digest_dir, names[2]).read_text())["erasures"][0]
+    rewritten = sum(len(r) for r in record["rewrites"].values())
+    assert record["erasure_id"] == erasure.erasure_id and record["requested_by"] == "dpo-ticket-9"
+    assert 0 < rewritten <= erasure.rows_total  # bronze's rows among all the rows it rewrote
+    assert result.summary() == (
+        f"3/3 digests valid, {files:,}/{files:,} files, {rows:,}/{rows:,} rows; "
+        f"{rewritten:,} rows pseudonymised by 1 erasure; 0 retired"
+    )
+    assert result.reconciled is True
+
+
+def test_an_idle_refresh_writes_a_digest_and_the_command_exits_0(spark, trail, monkeypatch, capsys, tmp_path):
+    cfg, _runs, _erasure = trail
+    before = [d.name for d in DigestLog(cfg.digest_dir).digests()[0]]
+    written = write_digest(cfg, "refresh", new_run_id(), log=_quiet)  # as a refresh with nothing new: no Spark
+    assert json.loads(written.raw)["tables"] == {} and written.name == f"{len(before) + 1:08d}-refresh.json"
+    for key, value in variant_environ(Path(cfg.data_dir).parent, "trail").items():
+        if key.startswith("AUDITLAKE__"):
+            monkeypatch.setenv(key, value)
+    public = tmp_path / "key.pub.pem"
+    from pipelines.integrity.signing import public_pem
+
+    public.write_text(public_pem(_key()))
+    capsys.readouterr()
+    assert main(["--env", "test", "verify", "--public-key", str(public), "--report", str(tmp_path / "r.md")]) == 0
+    out = capsys.readouterr().out
+    assert "verify: 4/4 digests valid, " in out and "verify: the trail holds" in out
+    assert "**The trail holds.**" in (tmp_path / "r.md").read_text()
+
+
+def test_a_kill_while_a_digest_is_written_leaves_no_gap(spark, trail, monkeypatch):
+    """The refresh's commits made, its digest's file written but not yet named (a kill there): the next
+    refresh's digest covers both runs, the half-written file is no digest."""
+    cfg, _runs, _erasure = trail
+    generated, day = LATER_DAY[0]
+    before = [d.name for d in DigestLog(cfg.digest_dir).digests()[0]]
+
+    def killed(self, name, data):
+        Path(self.local, f".{name}.tmp").write_bytes(data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DigestLog, "write_new", killed)
+    assert move_day(generated, cfg.path("paths.landing_dir"), day) > 0
+    with pytest.raises(KeyboardInterrupt):
+        run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet)
+    killed_run = spark.table(tables(cfg).bronze_raw("site")).agg(F.max("run_id")).first()[0]
+    monkeypatch.undo()
+    assert [d.name for d in DigestLog(cfg.digest_dir).digests()[0]] == before
+    assert _verify(spark, cfg).findings[0].endswith(f"rows of run {killed_run}, which no digest covers (added)")
+    run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet)
+    stored = DigestLog(cfg.digest_dir).digests()[0]
+    assert [d.seq for d in stored] == list(range(1, len(before) + 2))
+    assert killed_run in json.loads(stored[-1].raw)["tables"][tables(cfg).bronze_raw("site")]["runs"]
+    assert _verify(spark, cfg).findings == []
+
+
+def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
+    """A person held: their erasure refused naming the hold, until it is released. A site held: a
+    retention run retires the expired rows of the other sites only. Each change signed; verify holds,
+    with the retired rows counted, and the layers still reconcile."""
+    cfg, _runs, _erasure = trail
+    t = tables(cfg)
+    site_table = t.bronze_raw("site")
+    person = (
+        spark.table(t.silver_events("site"))
+        .where("email IS NOT NULL AND email NOT LIKE 'erased:%'")
+        .select("email")
+        .orderBy(F.desc("email"))
+        .first()["email"]
+    )
+    held = add_hold(spark, cfg, "case 2026-114", person=person, placed_by="legal", log=_quiet)
+    with pytest.raises(
+        HoldRefused,
+        match=rf"^the person's rows are under legal hold {held.hold_id} \(person {re.escape(person.lower())}: case "
+        rf"2026-114; placed [0-9-]+ [0-9:]+ by legal\): nothing changed; an erasure waits until the hold is "
+        rf"released \(`auditlake hold release {held.hold_id}`\), GDPR Art\. 17\(3\)\(e\)$",
+    ):
+        erase_person(spark, cfg, person, SALT, log=_quiet)
+    release_hold(spark, cfg, held.hold_id, released_by="legal", log=_quiet)
+
+    # the most frequent site event type, all of it older than 30 days; one site of it held
+    counts = (
+        spark.table(site_table)
+        .where("parse_status = 'ok'")
+        .select("event_type", site_luid().alias("site"))
+        .groupBy("event_type", "site")
+        .count()
+        .collect()
+    )
+    by_type = {}
+    for r in counts:
+        by_type.setdefault(r["event_type"], {})[r["site"]] = r["count"]
+    event_type = max(by_type, key=lambda e: sum(by_type[e].values()))
+    kept_site = max(by_type[event_type], key=by_type[event_type].get)
+    site_hold = add_hold(spark, cfg, "audit of site", site=kept_site, placed_by="legal", log=_quiet)
+    expiring = load_config(
+        "test",
+        environ={
+            **variant_environ(Path(cfg.data_dir).parent, "trail"),
+            "AUDITLAKE__RETENTION__RULES": json.dumps([{"event_type": event_type, "keep": "30d"}]),
+        },
+    )
+    retire = sum(n for site, n in by_type[event_type].items() if site != kept_site)
+    assert apply_retention(spark, expiring, dry_run=True, log=_quiet).rows == retire
+    report = apply_retention(spark, expiring, requested_by="records-officer", log=_quiet)
+    assert report.rows == retire > 0
+    left = spark.table(site_table).where(F.col("event_type") == event_type).select(site_luid().alias("s")).collect()
+    assert {r["s"] for r in left} == {kept_site} and len(left) == by_type[event_type][kept_site]
+    assert spark.table(t.silver_events("site")).where(F.col("event_type") == event_type).count() == len(left)
+    result = _verify(spark, cfg)
+    assert result.findings == [] and result.rows_retired == retire and result.reconciled is True
+    kinds = [d.kind for d in DigestLog(cfg.digest_dir).digests()[0]]
+    assert kinds[-4:] == ["hold", "hold", "hold", "retention"]
+    release_hold(spark, cfg, site_hold.hold_id, log=_quiet)
+    assert apply_retention(spark, expiring, dry_run=True, log=_quiet).rows == len(left)  # the hold released
+
+
+def _one_row(spark, table: str):
+    return spark.table(table).orderBy("bronze_id").first()
+
+
+def test_a_raw_line_edited_is_named(spark, trail):
+    cfg, _runs, _erasure = trail
+    table = tables(cfg).bronze_raw("site")
+    row = _one_row(spark, table)
+    spark.sql(f"UPDATE {table} SET raw_line = concat(raw_line, ' ') WHERE bronze_id = '{row['bronze_id']}'")
+    try:
+        found = _verify(spark, cfg).findings
+    finally:
+        spark.table(table)  # (the revert reads the row as it was saved above)
+        spark.sql(
+            f"UPDATE {table} SET raw_line = substring(raw_line, 1, length(raw_line) - 1) "
+            f"WHERE bronze_id = '{row['bronze_id']}'"
+        )
+    assert found == [
+        f"{table}: 1 rows no longer hash to their landing hash and no erasure record covers them: {row['bronze_id']}"
+    ]
+
+
+def test_a_row_deleted_and_a_row_forged_are_named(spark, trail):
+    cfg, _runs, _erasure = trail
+    table = tables(cfg).bronze_raw("tenant")
+    row = _one_row(spark, table)
+    in_run = spark.table(table).where(F.col("run_id") == row["run_id"]).count()
+    saved = spark.table(table).where(F.col("bronze_id") == row["bronze_id"]).localCheckpoint()
+    spark.sql(f"DELETE FROM {table} WHERE bronze_id = '{row['bronze_id']}'")
+    try:
+        deleted = _verify(spark, cfg).findings
+    finally:
+        saved.write.format("delta").mode("append").saveAsTable(table)
+    forged = saved.withColumn("bronze_id", F.expr("uuid()")).withColumn("run_id", F.lit(FORGED_RUN))
+    forged.write.format("delta").mode("append").saveAsTable(table)
+    try:
+        added = _verify(spark, cfg).findings
+    finally:
+        spark.sql(f"DELETE FROM {table} WHERE run_id = '{FORGED_RUN}'")
+    assert deleted == [
+        f"{table}: run {row['run_id']} has {in_run - 1} rows, its digest says {in_run} (1 deleted)",
+        UNRECONCILED,
+    ]
+    assert added[0] == f"{table}: 1 rows of run {FORGED_RUN}, which no digest covers (added)"
+    assert added[1:] in ([], [UNRECONCILED])
+
+
+def test_a_landed_file_replaced_or_removed_is_named(spark, trail, tmp_path):
+    cfg, runs, _erasure = trail
+    path = spark.table(tables(cfg).file_ledger).where("status = 'landed'").orderBy("path").first()["path"]
+    original = Path(path).read_bytes()
+    Path(path).write_bytes(original + b"\n")
+    try:
+        replaced = _verify(spark, cfg).findings
+    finally:
+        Path(path).write_bytes(original)
+    shutil.move(path, tmp_path / "away")
+    try:
+        removed = _verify(spark, cfg).findings
+    finally:
+        shutil.move(tmp_path / "away", path)
+    assert replaced == [f"file {path}: replaced or changed after landing (its SHA-256 differs)"]
+    assert len(removed) == 1 and removed[0].startswith(f"file {path}: removed after landing (run ")
+
+
+def _copy_of_log(cfg, tmp_path: Path):
+    """The lake's configuration reading a copy of its digest log (to change it freely)."""
+    copy = tmp_path / "digests"
+    shutil.copytree(cfg.digest_dir, copy)
+    environ = {**variant_environ(Path(cfg.data_dir).parent, "trail"), "AUDITLAKE__INTEGRITY__DIGEST_DIR": str(copy)}
+    return load_config("test", environ=environ), copy
+
+
+def _resign(path: Path, key: Ed25519PrivateKey, change=None, previous: Path | None = None) -> None:
+    digest = json.loads(path.read_text())
+    if change:
+        change(digest)
+    if previous is not None:
+        import hashlib
+
+        digest["previous"]["sha256"] = hashlib.sha256(previous.read_bytes()).hexdigest()
+    digest["public_key"] = fingerprint(key.public_key())
+    digest["signature"] = sign(key, unsigned(digest))
+    path.write_bytes(file_bytes(digest))
+
+
+def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tmp_path):
+    cfg, _runs, _erasure = trail
+    names = [d.name for d in DigestLog(cfg.digest_dir).digests()[0]]
+    ours, other = fingerprint(_key()), Ed25519PrivateKey.generate()
+    theirs = fingerprint(other.public_key())
+    cases = {}
+    # removed: the second
+    copied, folder = _copy_of_log(cfg, tmp_path / "removed")
+    (folder / names[1]).unlink()
+    cases["removed"] = _verify(spark, copied).findings
+    # edited after signing: a file's size in the first
+    copied, folder = _copy_of_log(cfg, tmp_path / "edited")
+    digest = json.loads((folder / names[0]).read_text())
+    digest["files"][0]["size"] += 1
+    (folder / names[0]).write_bytes(file_bytes(digest))
+    cases["edited"] = _verify(spark, copied).findings
+    # every digest after the first re-signed with another key, the links made good again
+    copied, folder = _copy_of_log(cfg, tmp_path / "resigned")
+    for before, name in zip(names, names[1:], strict=False):
+        _resign(folder / name, other, previous=folder / before)
+    cases["resigned"] = _verify(spark, copied).findings
+    # whoever holds that key verifies their own history; only a witness's copy of the hashes tells
+    witness = [f"{d.name} {d.sha256}" for d in DigestLog(cfg.digest_dir).digests()[0]]
+    cases["their_key"] = _verify(spark, copied, key=other.public_key()).findings
+    cases["their_key_witnessed"] = _verify(spark, copied, key=other.public_key(), anchor_lines=witness).findings
+    # reordered: the first two swapped
+    copied, folder = _copy_of_log(cfg, tmp_path / "reordered")
+    first, second = (folder / names[0]).read_bytes(), (folder / names[1]).read_bytes()
+    (folder / names[0]).write_bytes(second)
+    (folder / names[1]).write_bytes(first)
+    cases["reordered"] = _verify(spark, copied).findings
+
+    assert cases["removed"][:2] == [
+        f"digest 2 missing (before {names[2]})",
+        f"{names[2]}: its link to {names[0]} does not hold (reordered, or one removed)",
+    ]
+    assert cases["edited"] == [
+        f"{names[0]}: its signature does not hold: the digest was edited after signing",
+        f"{names[1]}: its link to {names[0]} does not hold (that digest was changed or replaced)",
+    ]
+    assert cases["resigned"] == [f"{name}: signed with another key ({theirs}, not {ours})" for name in names[1:]]
+    assert cases["their_key"] == [f"{names[0]}: signed with another key ({ours}, not {theirs})"]
+    assert cases["their_key_witnessed"] == cases["their_key"] + [
+        f"anchor: {name} differs from the witness's copy (re-signed or replaced)" for name in names[1:]
+    ]
+    assert cases["reordered"][:3] == [
+        f"{names[0]}: its content says digest 2 (refresh)",
+        f"{names[0]}: it follows {names[0]}, so it cannot be the first",
+        f"{names[1]}: its content says digest 1 (refresh)",
+    ]
+
+
+def test_the_ledger_and_the_erasure_record_edited_are_named(spark, trail):
+    cfg, _runs, erasure = trail
+    t = tables(cfg)
+    path = spark.table(t.file_ledger).where("status = 'landed'").orderBy("path").first()["path"]
+    run = spark.table(t.file_ledger).where(F.col("path") == path).first()["run_id"]
+    spark.sql(f"UPDATE {t.file_ledger} SET rows = rows + 1 WHERE path = '{path}'")
+    try:
+        ledger = _verify(spark, cfg).findings
+    finally:
+        spark.sql(f"UPDATE {t.file_ledger} SET rows = rows - 1 WHERE path = '{path}'")
+    spark.sql(f"UPDATE {t.erasures} SET rows_total = rows_total - 1")
+    try:
+        erasures = _verify(spark, cfg).findings
+    finally:
+        spark.sql(f"UPDATE {t.erasures} SET rows_total = rows_total + 1")
+    assert f"{t.file_ledger}: run {run}'s rows differ from its digest (a row id or hash changed)" in ledger
+    assert erasures == [f"{t.erasures}: erasure {erasure.erasure_id}'s row differs from its signed record"]
+
+
+def test_a_commit_file_rewritten_and_a_restore_are_named(spark, trail):
+    """Last: a restore stays in the table's history."""
+    cfg, runs, _erasure = trail
+    table = tables(cfg).bronze_raw("site")
+    commit = Path(log_location(spark, table), f"{1:020d}.json")
+    original = commit.read_bytes()
+    assert b'"timestamp":' in original
+    commit.write_bytes(original.replace(b'"timestamp":', b'"timestamp" :', 1))
+    try:
+        rewritten = _verify(spark, cfg).findings
+    finally:
+        commit.write_bytes(original)
+    ledger = tables(cfg).file_ledger  # no personal value in it: no erasure vacuumed its old files
+    second_run = spark.table(ledger).where(F.col("run_id") == runs[1]).count()
+    spark.sql(f"RESTORE TABLE {ledger} TO VERSION AS OF {FIRST_VERSIONS[ledger]}")
+    restored = _verify(spark, cfg).findings
+    assert rewritten == [f"{table}: the commit file of version 1 was rewritten"]
+    assert f"{ledger}: run {runs[1]} has 0 rows, its digest says {second_run} ({second_run} deleted)" in restored
+    assert any(f.startswith(f"{ledger}: restored at version ") for f in restored), restored
+
+
+def test_the_report_lines_name_the_first_break():
+    from pipelines.integrity.verify import Verification
+
+    v = Verification(digests=2, digests_valid=1, findings=["x: broken", "y: broken"])
+    assert report.lines(v, verbose=False)[-1] == "verify: the trail is broken: x: broken"
