@@ -176,6 +176,50 @@ def test_the_history_report_compares_the_deliverys_gold_and_names_the_models_tha
     assert text.index("| dim_users |") < text.index("| rpt_new |") < text.index("| fct_logins |")
 
 
+def test_the_trail_report_gives_the_digests_share_of_its_refresh_and_verify_beside_the_bare_scan():
+    from auditlake_devtools.bench_trail import render_trail
+    from pipelines.config.load import load_config
+
+    fig = {
+        "events": 200_000,
+        "files": 4_000,
+        "megabytes": 150.0,
+        "lines": 202_000,
+        "full": {"refresh_s": 100.0, "digest_s": 2.0, "lines": 200_000},
+        "delivery": {"refresh_s": 20.0, "digest_s": 1.5, "lines": 2_000},
+        "bare_s": 4.0,
+        "verify_s": 10.0,
+        "verified": {"digests": 2, "files": 4_000, "rows": 206_000},
+        "verify_steps": [(0.5, "verify: 2/2 digests valid"), (6.0, "verify: 4,000/4,000 files as landed")],
+    }
+    text = render_trail(fig, load_config("test"))
+    assert "| its digest (every file's SHA-256, the rows' Merkle roots, signed) | 2.00 | 2.0% of the refresh |" in text
+    assert "| **its digest** | 1.50 | **7.5% of the refresh** |" in text
+    assert "at most 5% of its refresh: **7.5%**, missed." in text
+    assert "| 10.0 | **2.5x the bare scan** |" in text
+    assert "- 6.0 s: `verify: 4,000/4,000 files as landed`\n- 3.5 s: after its last line" in text
+    fig["delivery"]["digest_s"] = 1.0
+    assert "**5.0%**, met." in render_trail(fig, load_config("test"))
+
+
+def test_the_trail_bench_times_the_digest_the_refresh_writes_and_puts_it_back(monkeypatch):
+    from auditlake_devtools.bench_trail import digest_clock
+    from pipelines.refresh import layers
+
+    def write_digest(*args, **kwargs):
+        return ("written", args, kwargs)
+
+    monkeypatch.setattr(layers, "write_digest", write_digest)
+    with digest_clock() as seconds:
+        assert layers.write_digest("cfg", "refresh", "r1", log=print) == (
+            "written",
+            ("cfg", "refresh", "r1"),
+            {"log": print},
+        )
+    assert len(seconds) == 1 and seconds[0] >= 0
+    assert layers.write_digest is write_digest
+
+
 def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
     from auditlake_devtools.bench_datasets import drop_increments, increment_days
     from auditlake_devtools.sample.activity_log import generate_activity_log
