@@ -174,7 +174,7 @@ def write_digest(
     data = file_bytes(digest)
     name = file_name(digest["seq"], kind)
     where = digest_log.write_new(name, data)
-    written = StoredDigest(name, digest["seq"], kind, data)
+    written = StoredDigest(name, digest["seq"], kind, lambda: data)
     _anchor(cfg, written)
     rows = sum(r["rows"] for part in digest["tables"].values() for r in part["runs"].values())
     log(

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -42,12 +42,19 @@ def file_name(seq: int, kind: str) -> str:
     return f"{seq:08d}-{kind}.json"
 
 
-@dataclass(frozen=True)
 class StoredDigest:
-    name: str
-    seq: int
-    kind: str
-    raw: bytes
+    """A digest in the log; its bytes read when first asked for (a refresh reads only the last one's)."""
+
+    def __init__(self, name: str, seq: int, kind: str, read: Callable[[], bytes]):
+        self.name, self.seq, self.kind = name, seq, kind
+        self._read = read
+        self._raw: bytes | None = None
+
+    @property
+    def raw(self) -> bytes:
+        if self._raw is None:
+            self._raw = self._read()
+        return self._raw
 
     @property
     def sha256(self) -> str:
@@ -91,7 +98,7 @@ class DigestLog:
             if match is None:
                 strays.append(name)
                 continue
-            found.append(StoredDigest(name, int(match.group(1)), match.group(2), self._read(name)))
+            found.append(StoredDigest(name, int(match.group(1)), match.group(2), lambda n=name: self._read(n)))
         return sorted(found, key=lambda d: (d.seq, d.name)), strays
 
     def write_new(self, name: str, data: bytes) -> str:
