@@ -113,6 +113,8 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
             AUDITLAKE__SPARK__EXTRA_CONF='{"spark.ui.enabled": "false"}',
             # as cron starts a refresh: the JIT's C1 alone, fewer CPU-seconds for a short-lived process
             AUDITLAKE__SPARK__JIT="c1",
+            # the trail's digests in the bucket too: written once through Hadoop, read back by verify
+            AUDITLAKE__INTEGRITY__DIGEST_DIR=f"s3a://{LAKE_BUCKET}/digests",
         )
         environ.pop("AUDITLAKE_ENV", None)
 
@@ -153,7 +155,7 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
 
         # a second refresh, then the tables read back by a fresh process
         layers = ("--layers", "bronze,silver")
-        second, counts = auditlake(
+        second, counts, verified = auditlake(
             ("refresh", *layers),
             (
                 "sql",
@@ -169,8 +171,13 @@ def test_refresh_with_landing_and_warehouse_in_s3(tmp_path):
                     ]
                 ),
             ),
+            ("verify",),
         )
         assert "0 new to read" in second and "0 files landed" in second
+        digests = client.list_objects_v2(Bucket=LAKE_BUCKET, Prefix="digests/")["Contents"]
+        assert [o["Key"] for o in digests] == ["digests/00000001-refresh.json", "digests/00000002-refresh.json"]
+        assert f"verify: 2/2 digests valid, {files:,}/{files:,} files, " in verified
+        assert verified.rstrip().endswith("verify: the trail holds")
         after = _table_logs(client, "warehouse/")
         ops = f"warehouse/{cfg.get('ops.schema')}.db/"
         changed = [t for t in after if not t.startswith(ops) and after[t] != logs.get(t)]
