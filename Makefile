@@ -31,7 +31,7 @@ export AUDITLAKE_PSEUDONYM_KEY ?= $(shell mkdir -p data && { test -s $(DEMO_KEY)
 # checkout (data/signing-key.pem, an Ed25519 key as openssl writes it; its public half beside it for
 # `auditlake verify --public-key data/signing-key.pub.pem`). The variable holds the PEM text.
 SIGNING_KEY := data/signing-key.pem
-export AUDITLAKE_SIGNING_KEY ?= $(shell mkdir -p data && { test -s $(SIGNING_KEY) || (umask 077; openssl genpkey -algorithm ed25519 -out $(SIGNING_KEY) && openssl pkey -in $(SIGNING_KEY) -pubout -out data/signing-key.pub.pem); } && cat $(SIGNING_KEY))
+export AUDITLAKE_SIGNING_KEY ?= $(shell mkdir -p data && { test -s $(SIGNING_KEY) || (umask 077; openssl genpkey -algorithm ed25519 -out $(SIGNING_KEY) && openssl pkey -in $(SIGNING_KEY) -pubout -out data/signing-key.pub.pem && chmod 644 data/signing-key.pub.pem); } && cat $(SIGNING_KEY))
 
 .PHONY: demo test test-e2e s3-jars test-fast setup jars system-deps pg-deps ldap-deps clients registry lint format lint-sql bench clean distclean
 

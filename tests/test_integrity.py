@@ -26,7 +26,7 @@ from pipelines.lake import storage
 from pipelines.lake.delta_tables import log_location, table_version
 from pipelines.lake.table_names import tables
 from pipelines.lifecycle.holds import HoldRefused, add_hold, release_hold
-from pipelines.lifecycle.retention import apply_retention
+from pipelines.lifecycle.retention import apply_retention, due_on_refresh
 from pipelines.lifecycle.scope import site_luid
 from pipelines.personal_data.erase.run import erase_person
 from pipelines.refresh import new_run_id, run_refresh
@@ -220,6 +220,19 @@ def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
     assert kinds[-4:] == ["hold", "hold", "hold", "retention"]
     release_hold(spark, cfg, site_hold.hold_id, log=_quiet)
     assert apply_retention(spark, expiring, dry_run=True, log=_quiet).rows == len(left)  # the hold released
+    # on refresh (retention.on_refresh): at most once a day, as each run rebuilds gold
+    said: list[str] = []
+    assert due_on_refresh(spark, expiring, log=said.append) is False and said == []  # not asked for
+    on_refresh = load_config(
+        "test",
+        environ={
+            **variant_environ(Path(cfg.data_dir).parent, "trail"),
+            "AUDITLAKE__RETENTION__RULES": json.dumps([{"event_type": event_type, "keep": "30d"}]),
+            "AUDITLAKE__RETENTION__ON_REFRESH": "true",
+        },
+    )
+    assert due_on_refresh(spark, on_refresh, log=said.append) is False
+    assert len(said) == 1 and re.fullmatch(r"retention: last run [0-9-]+ [0-9:]+: the next one a day after it", said[0])
 
 
 def _one_row(spark, table: str):

@@ -423,6 +423,7 @@ class RetentionRule(Section):
 class Retention(Section):
     rules: list[RetentionRule] = key([], "which Activity Log rows are retired after how long ([] = keep everything)")
     vacuum_retain_hours: Whole(0) = key(0, "old file versions kept after a retention run's vacuum")
+    on_refresh: bool = key(False, "a refresh with gold retires expired rows too, at most once a day")
 
 
 class Integrity(Section):

@@ -32,9 +32,18 @@ def cmd_hold(cfg: Config, args: argparse.Namespace) -> int:
 def cmd_retention(cfg: Config, args: argparse.Namespace) -> int:
     """Under the refresh lock: it deletes from the tables a refresh writes, and rebuilds gold."""
     from pipelines.lifecycle.retention import apply_retention
+    from pipelines.refresh import run_refresh
 
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
-        apply_retention(spark_session.build_spark(cfg), cfg, args.dry_run, args.requested_by, log=log)
+        spark = spark_session.build_spark(cfg)
+        apply_retention(
+            spark,
+            cfg,
+            args.dry_run,
+            args.requested_by,
+            log=log,
+            build_gold=lambda: run_refresh(spark, cfg, ["gold"], log=log),
+        )
     return 0
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import getpass
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -44,6 +45,7 @@ RUNS_SCHEMA = (
     "rows_by_family map<string,bigint>, status string"
 )
 PENDING, DONE = "pending", "done"
+ON_REFRESH_EVERY = timedelta(days=1)
 
 
 @dataclass
@@ -116,15 +118,21 @@ def _pending_run(spark: SparkSession, cfg: Config) -> str | None:
 
 
 def apply_retention(
-    spark: SparkSession, cfg: Config, dry_run: bool = False, requested_by: str | None = None, log=print
-):
-    """Retire what the rules say has expired (a pending run is finished first). The caller holds the
-    refresh lock."""
+    spark: SparkSession,
+    cfg: Config,
+    dry_run: bool = False,
+    requested_by: str | None = None,
+    log=print,
+    build_gold: Callable[[], object] | None = None,
+) -> RetentionReport:
+    """Retire what the rules say has expired (a pending run is finished first). ``build_gold`` builds
+    gold again once its tables are dropped (the refresh's gold layer: this module does not import the
+    refresh). The caller holds the refresh lock."""
     t = tables(cfg)
     pending = _pending_run(spark, cfg)
     if pending and not dry_run:
         log(f"retention {pending}: finishing a run a crash left pending")
-        return _finish(spark, cfg, pending, log)
+        return _finish(spark, cfg, pending, log, build_gold)
     if not cfg.settings.retention.rules:
         log("retention: no rules (retention.rules): everything is kept")
         return RetentionReport(None, {}, dry_run)
@@ -150,7 +158,7 @@ def apply_retention(
     row = (retention_id, now, None, requested_by or getpass.getuser(), rules_text, by_family, PENDING)
     append_rows(spark, cfg, [row], RUNS_SCHEMA, t.retention_runs)
     log(f"retention {retention_id}: {sum(by_family.values()):,} rows to retire, written down; retiring")
-    return _finish(spark, cfg, retention_id, log)
+    return _finish(spark, cfg, retention_id, log, build_gold)
 
 
 def _sign(spark: SparkSession, cfg: Config, retention_id: str, log) -> None:
@@ -188,7 +196,7 @@ def _record(spark: SparkSession, cfg: Config, retention_id: str) -> dict:
     }
 
 
-def _finish(spark: SparkSession, cfg: Config, retention_id: str, log) -> RetentionReport:
+def _finish(spark: SparkSession, cfg: Config, retention_id: str, log, build_gold) -> RetentionReport:
     t = tables(cfg)
     if cfg.settings.integrity.enabled:
         _sign(spark, cfg, retention_id, log)
@@ -209,7 +217,7 @@ def _finish(spark: SparkSession, cfg: Config, retention_id: str, log) -> Retenti
                 condition = condition & extra
             DeltaTable.forName(spark, name).alias("t").merge(ids.alias("r"), condition).whenMatchedDelete().execute()
             touched.append(name)
-    _rebuild_gold(spark, cfg, log)
+    _rebuild_gold(spark, cfg, log, build_gold)
     copies = _analyst_copies(spark, cfg)  # their old versions hold the retired rows too
     vacuum(spark, sorted(set(touched)) + copies, int(cfg.settings.retention.vacuum_retain_hours), log)
     DeltaTable.forName(spark, t.retention_runs).update(
@@ -230,11 +238,9 @@ def _analyst_copies(spark: SparkSession, cfg: Config) -> list[str]:
     ]
 
 
-def _rebuild_gold(spark: SparkSession, cfg: Config, log) -> None:
+def _rebuild_gold(spark: SparkSession, cfg: Config, log, build_gold) -> None:
     """Gold without the retired rows: its tables dropped and built again from silver (its incremental
     marts would keep them), and the analysts' copies with it; nothing when gold was never built."""
-    from pipelines.refresh.layers import run_refresh
-
     t = tables(cfg)
     if not spark.catalog.databaseExists(t.gold_schema) or not table_names(spark, t.gold_schema):
         return
@@ -247,4 +253,19 @@ def _rebuild_gold(spark: SparkSession, cfg: Config, log) -> None:
                 spark.sql(f"DROP TABLE IF EXISTS {schema}.{name}")
     gold_inputs.forget_built(spark, cfg)
     log("retention: gold dropped; building it again from silver")
-    run_refresh(spark, cfg, ["gold"], log=log)
+    if build_gold is not None:
+        build_gold()
+
+
+def due_on_refresh(spark: SparkSession, cfg: Config, log=print) -> bool:
+    """Whether a refresh retires expired rows now (``retention.on_refresh``): at most once a day, as a
+    run rebuilds gold whenever anything expired, and rows expire by the hour."""
+    if not (cfg.settings.retention.on_refresh and cfg.settings.retention.rules):
+        return False
+    runs = tables(cfg).retention_runs
+    if spark.catalog.tableExists(runs):
+        last = spark.table(runs).agg(F.max("started_at")).first()[0]
+        if last is not None and last.replace(tzinfo=last.tzinfo or UTC) > datetime.now(UTC) - ON_REFRESH_EVERY:
+            log(f"retention: last run {last:%Y-%m-%d %H:%M}: the next one a day after it")
+            return False
+    return True

@@ -29,6 +29,7 @@ from pipelines.integrity.capture import write_digest
 from pipelines.lake.run_log import LayerRun, last_success_start, record_layer_run
 from pipelines.lake.silver_stamp import wait_until_stamps_past
 from pipelines.lake.table_names import tables
+from pipelines.lifecycle.retention import apply_retention, due_on_refresh
 from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
 from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
@@ -101,6 +102,13 @@ def run_refresh(
     secure_lake(cfg)  # and the folders this run made
     # signed and chained to the last digest; a run killed before this is covered by the next one's
     write_digest(cfg, "refresh", report.run_id, spark, log=log)
+    # retention.on_refresh: after the digest, which covers the rows it retires; gold built again by its layer
+    if "gold" in layers and due_on_refresh(spark, cfg, log):
+
+        def gold() -> None:
+            _run_layer(spark, cfg, report, "gold", lambda: _gold(spark, cfg, report, source_dir, log), log)
+
+        apply_retention(spark, cfg, requested_by="refresh", log=log, build_gold=gold)
     log(f"refresh {report.run_id} done: " + ", ".join(f"{r.layer} {r.seconds:.1f}s" for r in report.runs))
     if "gold" in layers and cfg.settings.alerts.on_refresh:
         send_alerts_after_gold(spark, cfg, report, log)
