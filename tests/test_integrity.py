@@ -4,6 +4,8 @@ digest, undone after its check so the next one starts from a lake that verifies)
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import re
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from auditlake_devtools.sample.activity_log import generate_activity_log
@@ -235,6 +238,28 @@ def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
     assert len(said) == 1 and re.fullmatch(r"retention: last run [0-9-]+ [0-9:]+: the next one a day after it", said[0])
 
 
+def test_an_erasure_undone_is_named(spark, trail):
+    """A row the erasure rewrote, given its clear line back from the landing file that still holds it."""
+    cfg, _runs, erasure = trail
+    table = tables(cfg).bronze_raw("site")
+    record = next(r for d in DigestLog(cfg.digest_dir).digests()[0] for r in json.loads(d.raw).get("erasures", []))
+    landed_hash = {row_id: landed for row_id, landed, _after in record["rewrites"][table]}
+    row = spark.table(table).where(F.col("bronze_id").isin(list(landed_hash))).orderBy("bronze_id").first()
+    row_id = row["bronze_id"]  # one retention left
+    source = Path(row["source_file"])
+    text = (gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()).decode("utf-8")
+    clear = next(
+        line for line in text.splitlines() if hashlib.sha256(line.encode("utf-8")).hexdigest() == landed_hash[row_id]
+    )
+    DeltaTable.forName(spark, table).update(F.col("bronze_id") == row_id, {"raw_line": F.lit(clear)})
+    try:
+        found = _verify(spark, cfg).findings
+    finally:
+        DeltaTable.forName(spark, table).update(F.col("bronze_id") == row_id, {"raw_line": F.lit(row["raw_line"])})
+    assert found == [f"{table}: 1 rows an erasure rewrote hold their landed content again: {row_id}"]
+    assert erasure.erasure_id == record["erasure_id"]
+
+
 def _one_row(spark, table: str):
     return spark.table(table).orderBy("bronze_id").first()
 
@@ -342,6 +367,8 @@ def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tm
     for before, name in zip(names, names[1:], strict=False):
         _resign(folder / name, other, previous=folder / before)
     cases["resigned"] = _verify(spark, copied).findings
+    # a rotation: each digest checked with the key its fingerprint names, of the keys given
+    cases["rotated"] = _verify(spark, copied, key=[_key(), other.public_key()]).findings
     # whoever holds that key verifies their own history; only a witness's copy of the hashes tells
     witness = [f"{d.name} {d.sha256}" for d in DigestLog(cfg.digest_dir).digests()[0]]
     cases["their_key"] = _verify(spark, copied, key=other.public_key()).findings
@@ -362,6 +389,7 @@ def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tm
         f"{names[1]}: its link to {names[0]} does not hold (that digest was changed or replaced)",
     ]
     assert cases["resigned"] == [f"{name}: signed with another key ({theirs}, not {ours})" for name in names[1:]]
+    assert cases["rotated"] == []
     assert cases["their_key"] == [f"{names[0]}: signed with another key ({ours}, not {theirs})"]
     assert cases["their_key_witnessed"] == cases["their_key"] + [
         f"anchor: {name} differs from the witness's copy (re-signed or replaced)" for name in names[1:]
@@ -373,7 +401,7 @@ def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tm
     ]
 
 
-def test_the_ledger_and_the_erasure_record_edited_are_named(spark, trail):
+def test_the_ledger_the_erasure_and_a_hold_record_edited_are_named(spark, trail):
     cfg, _runs, erasure = trail
     t = tables(cfg)
     path = spark.table(t.file_ledger).where("status = 'landed'").orderBy("path").first()["path"]
@@ -383,6 +411,12 @@ def test_the_ledger_and_the_erasure_record_edited_are_named(spark, trail):
         ledger = _verify(spark, cfg).findings
     finally:
         spark.sql(f"UPDATE {t.file_ledger} SET rows = rows - 1 WHERE path = '{path}'")
+    hold = spark.table(t.legal_holds).orderBy("placed_at").first()["hold_id"]
+    spark.sql(f"UPDATE {t.legal_holds} SET held_to = current_timestamp() WHERE hold_id = '{hold}'")
+    try:
+        holds = _verify(spark, cfg).findings
+    finally:
+        spark.sql(f"UPDATE {t.legal_holds} SET held_to = NULL WHERE hold_id = '{hold}'")
     spark.sql(f"UPDATE {t.erasures} SET rows_total = rows_total - 1")
     try:
         erasures = _verify(spark, cfg).findings
@@ -390,6 +424,7 @@ def test_the_ledger_and_the_erasure_record_edited_are_named(spark, trail):
         spark.sql(f"UPDATE {t.erasures} SET rows_total = rows_total + 1")
     assert f"{t.file_ledger}: run {run}'s rows differ from its digest (a row id or hash changed)" in ledger
     assert erasures == [f"{t.erasures}: erasure {erasure.erasure_id}'s row differs from its signed record"]
+    assert holds == [f"{t.legal_holds}: hold {hold} differs from its signed record"]
 
 
 def test_a_commit_file_rewritten_and_a_restore_are_named(spark, trail):

@@ -50,14 +50,14 @@ def run_verify(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.integrity import report
     from pipelines.integrity.verify import verify
 
-    key = _public_key(cfg, args.public_key)
+    keys = [_public_key(cfg, path) for path in args.public_key] if args.public_key else [_public_key(cfg, None)]
     anchor = None
     if args.anchor is not None:
         if not args.anchor.is_file():
             raise UsageError(f"--anchor {args.anchor}: no such file")
         anchor = args.anchor.read_text().splitlines()
     spark = spark_session.build_spark(cfg)
-    result = verify(spark, cfg, key, args.start, args.end, anchor, log=log)
+    result = verify(spark, cfg, keys, args.start, args.end, anchor, log=log)
     for line in report.lines(result, args.verbose):
         log(line)
     if args.report is not None:
@@ -65,7 +65,8 @@ def run_verify(cfg: Config, args: argparse.Namespace) -> int:
             args.end.isoformat() if args.end else "the last"
         )
         args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(report.markdown(result, cfg.digest_dir, fingerprint(key), window))
+        fingerprints = ", ".join(fingerprint(key) for key in keys)
+        args.report.write_text(report.markdown(result, cfg.digest_dir, fingerprints, window))
         log(f"verify: report in {args.report}")
     if not result.valid:
         raise TrailBroken(f"{len(result.findings)} broken: {result.findings[0]}")
@@ -77,6 +78,8 @@ def run_keygen(folder: Path) -> int:
         private, public = keygen(folder)
     except FileExistsError as exc:
         raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"integrity keygen {folder}: {exc.strerror}") from None
     log(f"integrity: private key {private} (owner-only: keep it secret; the refresh reads it from the variable")
     log('integrity:   integrity.signing_key_env names, e.g. export AUDITLAKE_SIGNING_KEY="$(cat ' + f'{private})")')
     log(f"integrity: public key {public} (give it to the auditors: auditlake verify --public-key {public})")
@@ -104,8 +107,9 @@ def add_verify(sub) -> None:
     p.add_argument(
         "--public-key",
         type=Path,
-        help="the public key (PEM) the digests must be signed with (default: integrity.public_key_file, "
-        "else the signing key's public half)",
+        action="append",
+        help="the public key (PEM) the digests must be signed with; again for each key of a rotation "
+        "(default: integrity.public_key_file, else the signing key's public half)",
     )
     p.add_argument("--anchor", type=Path, help="a witness's copy of the digests' hashes (integrity.anchor_file)")
     p.add_argument("--report", type=Path, help="also write the result as a markdown report to this file")

@@ -10,6 +10,8 @@ tokens. It goes into the next digest (the erasure's own, or a refresh's after a 
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -17,8 +19,7 @@ from pipelines.config.load import Config
 from pipelines.integrity.digest_log import DigestLog
 from pipelines.integrity.trail import trail_tables
 from pipelines.lake.table_names import tables
-
-DONE = "done"  # ops.erasures' status once an erasure finished (pipelines/personal_data/erase/record.py)
+from pipelines.personal_data.erase.record import DONE
 
 
 def accepted_rewrites(records: list[dict]) -> dict[tuple[str, str], str]:
@@ -94,7 +95,7 @@ def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest
             {
                 "erasure_id": erasure["erasure_id"],
                 "requested_by": erasure["requested_by"],
-                "erased_at": erasure["erased_at"].isoformat() if erasure["erased_at"] else None,
+                "erased_at": erasure["erased_at"].astimezone(UTC).isoformat() if erasure["erased_at"] else None,
                 "identifier_kind": erasure["identifier_kind"],
                 "tokens": sorted(erasure["tokens"] or []),
                 "rows_total": erasure["rows_total"],

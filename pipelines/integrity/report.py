@@ -55,6 +55,10 @@ def markdown(v: Verification, digest_dir: str, key_fingerprint: str, window: str
         "- Whoever holds the signing key can write a new history and sign it; only a witness outside the "
         "operator's control (`verify --anchor`) rules that out.",
         "- Events Tableau never delivered are not in any digest: `gold.rpt_feed_gaps` reports the gaps.",
+        "- The newest digests removed together with what they covered leave an older, consistent trail: "
+        "a witness's copy shows it.",
+        "- Silver and gold are checked by reconciliation to bronze, not row by row; entity snapshots and "
+        "the ops tables other than the ledger, erasures and holds are not in the trail.",
         "",
     ]
     return "\n".join(rows)

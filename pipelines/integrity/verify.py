@@ -7,6 +7,7 @@ layers reconciled. Read-only: it needs the public key and read access, nothing e
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,12 +19,14 @@ from pipelines.config.load import Config
 from pipelines.integrity import merkle
 from pipelines.integrity.capture import file_sha256
 from pipelines.integrity.digest_log import DigestLog, StoredDigest, unsigned
-from pipelines.integrity.erasures import DONE, accepted_rewrites
+from pipelines.integrity.erasures import accepted_rewrites
 from pipelines.integrity.reconcile import reconcile, reconcile_files
 from pipelines.integrity.signing import Ed25519PublicKey, fingerprint, signature_holds
 from pipelines.integrity.trail import leaf, trail_tables
 from pipelines.lake.delta_tables import commit_file_sha256s, table_version
 from pipelines.lake.table_names import tables
+from pipelines.lifecycle.holds import utc
+from pipelines.personal_data.erase.record import DONE
 
 # rows named one by one in a finding at most; the rest are counted
 NAMED_ROWS = 5
@@ -60,9 +63,24 @@ def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
-def check_chain(stored: list[StoredDigest], key: Ed25519PublicKey, v: Verification) -> list[dict]:
-    """Every digest's number, signature and link; the digests that hold, parsed."""
-    expected_key = fingerprint(key)
+def _well_formed(digest: dict) -> bool:
+    """The fields the checks read, of their types: a digest edited into another shape is a finding, not
+    a crash."""
+    period = digest.get("period")
+    return (
+        isinstance(period, dict)
+        and all(isinstance(period.get(k), (str, type(None))) for k in ("from", "to"))
+        and isinstance(digest.get("tables"), dict)
+        and all(isinstance(part, dict) and isinstance(part.get("runs", {}), dict) for part in digest["tables"].values())
+        and all(isinstance(digest.get(k, []), list) for k in ("files", "erasures", "holds", "retention"))
+    )
+
+
+def check_chain(stored: list[StoredDigest], keys: list[Ed25519PublicKey], v: Verification) -> list[dict]:
+    """Every digest's number, signature (with the key of those given its fingerprint names: one per
+    period after a rotation) and link; the digests of the expected shape, parsed."""
+    by_fingerprint = {fingerprint(key): key for key in keys}
+    expected_key = ", ".join(by_fingerprint)
     valid = []
     last_seq = 0
     for i, digest in enumerate(stored):
@@ -75,12 +93,14 @@ def check_chain(stored: list[StoredDigest], key: Ed25519PublicKey, v: Verificati
             problems.append(f"digest {gone} missing (before {digest.name})")
         last_seq = digest.seq
         parsed = digest.parsed()
-        if parsed is None:
-            v.findings.append(f"{digest.name}: not a digest (its bytes are not JSON)")
+        if parsed is None or not _well_formed(parsed):
+            what = "its bytes are not JSON" if parsed is None else "not of the digest's shape"
+            v.findings.append(f"{digest.name}: not a digest ({what})")
             continue
         if (parsed.get("seq"), parsed.get("kind")) != (digest.seq, digest.kind):
             problems.append(f"{digest.name}: its content says digest {parsed.get('seq')} ({parsed.get('kind')})")
-        if parsed.get("public_key") != expected_key:
+        key = by_fingerprint.get(parsed.get("public_key"))
+        if key is None:
             problems.append(f"{digest.name}: signed with another key ({parsed.get('public_key')}, not {expected_key})")
         elif not signature_holds(key, unsigned(parsed), str(parsed.get("signature", ""))):
             problems.append(f"{digest.name}: its signature does not hold: the digest was edited after signing")
@@ -193,6 +213,7 @@ def check_rows(spark: SparkSession, cfg: Config, digests: list[dict], records: l
                 .collect()
             )
             unexplained = [r for r in changed if accepted.get((table.name, r["row_id"])) != r["now"]]
+            _check_not_undone(spark, table, accepted, v)
             v.rows_pseudonymised += len(changed) - len(unexplained)
             if unexplained:
                 named = ", ".join(r["row_id"] for r in unexplained[:NAMED_ROWS])
@@ -203,6 +224,25 @@ def check_rows(spark: SparkSession, cfg: Config, digests: list[dict], records: l
                 )
                 v.rows_valid -= len(unexplained)
         _check_history(spark, table.name, versions.get(table.name), commits.get(table.name, {}), v)
+
+
+def _check_not_undone(spark: SparkSession, table, accepted: dict[tuple[str, str], str], v: Verification) -> None:
+    """A row an erasure rewrote must still hold what the record says it became: one that holds its
+    landed content again had the erasure undone (the landing files still hold the clear line)."""
+    ids = [row_id for name, row_id in accepted if name == table.name]
+    if not ids:
+        return
+    rows = (
+        spark.table(table.name)
+        .where(table.row_id.isin(ids))
+        .select(table.row_id.alias("row_id"), "content_hash", table.content_sha256.alias("now"))
+        .where(F.col("now") == F.col("content_hash"))
+        .collect()
+    )
+    if rows:
+        named = ", ".join(r["row_id"] for r in rows[:NAMED_ROWS])
+        v.findings.append(f"{table.name}: {len(rows)} rows an erasure rewrote hold their landed content again: {named}")
+        v.rows_valid -= len(rows)
 
 
 def _check_history(spark: SparkSession, name: str, seen: int | None, commits: dict, v: Verification) -> None:
@@ -246,24 +286,26 @@ def check_erasures(spark: SparkSession, cfg: Config, records: list[dict], v: Ver
 
 def check_holds(spark: SparkSession, cfg: Config, digests: list[dict], v: Verification) -> None:
     """``ops.legal_holds`` against the signed records: each hold placed, and each release, on the record."""
-    import hashlib
-
     signed: dict[tuple[str, str], dict] = {}
     for d in digests:
         for record in d.get("holds") or []:
             signed[(record["hold_id"], record["action"])] = record
     table = tables(cfg).legal_holds
     rows = spark.table(table).collect() if spark.catalog.tableExists(table) else []
+    tokens = {token for d in digests for r in d.get("erasures") or [] for token in r.get("tokens") or []}
     for row in rows:
         placed = signed.pop((row["hold_id"], "add"), None)
         person = hashlib.sha256(row["person"].encode()).hexdigest() if row["person"] else None
+        # an erasure after the hold's release pseudonymised its person: a token on the record stands for it
+        same_person = placed is not None and (person == placed["person_sha256"] or row["person"] in tokens)
         if placed is None:
             v.findings.append(f"{table}: hold {row['hold_id']} has no signed record (added outside the product)")
-        elif (placed["site_luid"], placed["person_sha256"], placed["reason"]) != (
+        elif not same_person or [placed["site_luid"], placed["reason"], placed["from"], placed["to"]] != [
             row["site_luid"],
-            person,
             row["reason"],
-        ):
+            utc(row["held_from"]),
+            utc(row["held_to"]),
+        ]:
             v.findings.append(f"{table}: hold {row['hold_id']} differs from its signed record")
         released = signed.pop((row["hold_id"], "release"), None)
         if row["released_at"] is not None and released is None:
@@ -285,7 +327,7 @@ def check_reconciled(spark: SparkSession, cfg: Config, v: Verification) -> None:
 def verify(
     spark: SparkSession,
     cfg: Config,
-    key: Ed25519PublicKey,
+    keys: Ed25519PublicKey | list[Ed25519PublicKey],
     start: datetime | None = None,
     end: datetime | None = None,
     anchor_lines: list[str] | None = None,
@@ -299,7 +341,9 @@ def verify(
     if not stored:
         v.findings.append(f"{cfg.digest_dir}: no digest (the trail starts with a lake's first refresh)")
         return v
-    digests = check_chain(stored, key, v)
+    digests = check_chain(stored, keys if isinstance(keys, list) else [keys], v)
+    newest = digests[-1]["period"]["to"] if digests else None
+    log(f"verify: the newest digest, {stored[-1].name}, covers up to {newest} (a period after it has none yet)")
     log(f"verify: {v.digests_valid}/{v.digests} digests valid")
     if anchor_lines is not None:
         check_anchor(stored, anchor_lines, v)

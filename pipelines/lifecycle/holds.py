@@ -77,12 +77,17 @@ class Hold:
             "hold_id": self.hold_id,
             "site_luid": self.site_luid,
             "person_sha256": hashlib.sha256(self.person.encode()).hexdigest() if self.person else None,
-            "from": self.held_from.isoformat() if self.held_from else None,
-            "to": self.held_to.isoformat() if self.held_to else None,
+            "from": utc(self.held_from),
+            "to": utc(self.held_to),
             "reason": self.reason,
             "by": self.released_by if action == "release" else self.placed_by,
-            "at": (self.released_at if action == "release" else self.placed_at).isoformat(),
+            "at": utc(self.released_at if action == "release" else self.placed_at),
         }
+
+
+def utc(value: datetime | None) -> str | None:
+    """A time as signed records hold it: UTC, ISO 8601. Spark hands back naive local times."""
+    return value.astimezone(UTC).isoformat() if value else None
 
 
 def _day(value: datetime | None) -> str | None:

@@ -34,6 +34,7 @@ from pipelines.lake.delta_tables import create_table_if_missing, table_names
 from pipelines.lake.table_names import tables
 from pipelines.lifecycle import scope
 from pipelines.lifecycle.holds import active_holds
+from pipelines.personal_data.erase.readers import require_promoted
 from pipelines.personal_data.erase.vacuum import vacuum
 from pipelines.runtime.spark_session import append_rows
 
@@ -69,7 +70,7 @@ def _matches(rule: RetentionRule, family: str) -> Column | None:
         return None
     match = F.lit(True)
     if rule.event_type:
-        match = match & (F.col("event_type") == rule.event_type)
+        match = match & (scope.event_type() == rule.event_type)
     if rule.site:
         match = match & (F.coalesce(scope.site_luid(), F.lit("")) == rule.site.strip().lower())
     return match
@@ -130,6 +131,9 @@ def apply_retention(
     refresh). The caller holds the refresh lock."""
     t = tables(cfg)
     pending = _pending_run(spark, cfg)
+    if not dry_run:
+        # silver promotes from bronze's change feed: retired rows it has not read yet would come back
+        require_promoted(spark, cfg)
     if pending and not dry_run:
         log(f"retention {pending}: finishing a run a crash left pending")
         return _finish(spark, cfg, pending, log, build_gold)
@@ -151,12 +155,14 @@ def apply_retention(
     retention_id = f"retention-{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     create_table_if_missing(spark, t.retired_rows, RETIRED_SCHEMA)
     create_table_if_missing(spark, t.retention_runs, RUNS_SCHEMA)
-    columns = [c.split(" ")[0] for c in RETIRED_SCHEMA.split(", ")]
-    retired = candidates.withColumn("retention_id", F.lit(retention_id)).select(*columns)
-    retired.write.format("delta").mode("append").saveAsTable(t.retired_rows)
+    # the run first, pending: a kill after it leaves a run the next one finishes (its rows, if any, counted
+    # from ops.retired_rows then), never rows written down under no run
     rules_text = "; ".join(r.model_dump_json() for r in cfg.settings.retention.rules)
     row = (retention_id, now, None, requested_by or getpass.getuser(), rules_text, by_family, PENDING)
     append_rows(spark, cfg, [row], RUNS_SCHEMA, t.retention_runs)
+    columns = [c.split(" ")[0] for c in RETIRED_SCHEMA.split(", ")]
+    retired = candidates.withColumn("retention_id", F.lit(retention_id)).select(*columns)
+    retired.write.format("delta").mode("append").saveAsTable(t.retired_rows)
     log(f"retention {retention_id}: {sum(by_family.values()):,} rows to retire, written down; retiring")
     return _finish(spark, cfg, retention_id, log, build_gold)
 
@@ -189,7 +195,7 @@ def _record(spark: SparkSession, cfg: Config, retention_id: str) -> dict:
             ids.sort()
     return {
         "retention_id": retention_id,
-        "at": run["started_at"].isoformat(),
+        "at": run["started_at"].astimezone(UTC).isoformat(),
         "requested_by": run["requested_by"],
         "rules": run["rules"],
         "rows": rows,
@@ -220,11 +226,16 @@ def _finish(spark: SparkSession, cfg: Config, retention_id: str, log, build_gold
     _rebuild_gold(spark, cfg, log, build_gold)
     copies = _analyst_copies(spark, cfg)  # their old versions hold the retired rows too
     vacuum(spark, sorted(set(touched)) + copies, int(cfg.settings.retention.vacuum_retain_hours), log)
+    counts = {r["family"]: r["n"] for r in retired.groupBy("family").agg(F.count("*").alias("n")).collect()}
+    figures = F.create_map(*[F.lit(x) for family, n in sorted(counts.items()) for x in (family, n)])
     DeltaTable.forName(spark, t.retention_runs).update(
         condition=F.col("retention_id") == retention_id,
-        set={"status": F.lit(DONE), "finished_at": F.current_timestamp()},
+        set={
+            "status": F.lit(DONE),
+            "finished_at": F.current_timestamp(),
+            "rows_by_family": figures.cast("map<string,bigint>"),
+        },
     )
-    counts = spark.table(t.retention_runs).where(F.col("retention_id") == retention_id).first()["rows_by_family"]
     log(f"retention {retention_id}: {sum(counts.values()):,} rows retired from bronze, silver, gold and the copies")
     return RetentionReport(retention_id, dict(counts), False)
 
@@ -265,7 +276,7 @@ def due_on_refresh(spark: SparkSession, cfg: Config, log=print) -> bool:
     runs = tables(cfg).retention_runs
     if spark.catalog.tableExists(runs):
         last = spark.table(runs).agg(F.max("started_at")).first()[0]
-        if last is not None and last.replace(tzinfo=last.tzinfo or UTC) > datetime.now(UTC) - ON_REFRESH_EVERY:
+        if last is not None and last.astimezone(UTC) > datetime.now(UTC) - ON_REFRESH_EVERY:
             log(f"retention: last run {last:%Y-%m-%d %H:%M}: the next one a day after it")
             return False
     return True

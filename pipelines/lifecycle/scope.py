@@ -7,17 +7,26 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 
+def _field(name: str) -> Column:
+    """A field of the raw line (a flat record's, or an emitter envelope's event's): the content the
+    landing hash covers, not bronze's routing columns beside it, which no hash does."""
+    return F.coalesce(F.get_json_object("raw_line", f"$.{name}"), F.get_json_object("raw_line", f"$.event.{name}"))
+
+
 def event_time() -> Column:
     """The record's ``eventTime`` as silver types it (NULL when it does not cast: such a row is never
     expired)."""
-    return F.col("event_time").try_cast("timestamp")
+    return _field("eventTime").try_cast("timestamp")
+
+
+def event_type() -> Column:
+    """The record's ``eventType`` (an envelope's metadata may hold it), else the one its folder gave."""
+    return F.coalesce(_field("eventType"), F.get_json_object("raw_line", "$.metadata.eventType"), F.col("event_type"))
 
 
 def site_luid() -> Column:
     """The record's ``siteLuid`` (a flat record's, or an emitter envelope's event's), lower case."""
-    return F.lower(
-        F.coalesce(F.get_json_object("raw_line", "$.siteLuid"), F.get_json_object("raw_line", "$.event.siteLuid"))
-    )
+    return F.lower(_field("siteLuid"))
 
 
 def names_any(values: list[str]) -> Column:

@@ -52,7 +52,7 @@ def begin_erasure(
     erasure_id = f"erase-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     require_promoted(spark, cfg)
     person = resolve_person(spark, cfg, user)
-    refuse_erasure_under_hold(spark, cfg, person.identifiers())
+    refuse_erasure_under_hold(spark, cfg, sorted(person.keys))  # LUIDs and e-mails: a name may be a word
     tokens = {value: token_for(value, salt) for value in person.identifiers()}
     lake_tables = erasable_tables(spark, cfg)
     pending = PendingErasure(
