@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -411,12 +412,15 @@ def test_the_ledger_the_erasure_and_a_hold_record_edited_are_named(spark, trail)
         ledger = _verify(spark, cfg).findings
     finally:
         spark.sql(f"UPDATE {t.file_ledger} SET rows = rows - 1 WHERE path = '{path}'")
-    hold = spark.table(t.legal_holds).orderBy("placed_at").first()["hold_id"]
-    spark.sql(f"UPDATE {t.legal_holds} SET held_to = current_timestamp() WHERE hold_id = '{hold}'")
+    start, end = datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 2, 1, tzinfo=UTC)
+    hold = add_hold(spark, cfg, "a closed case", held_from=start, held_to=end, log=_quiet).hold_id
+    held = DeltaTable.forName(spark, t.legal_holds)
+    held.update(F.col("hold_id") == hold, {"held_to": F.lit(datetime(2020, 1, 2, tzinfo=UTC))})  # narrowed
     try:
         holds = _verify(spark, cfg).findings
     finally:
-        spark.sql(f"UPDATE {t.legal_holds} SET held_to = NULL WHERE hold_id = '{hold}'")
+        held.update(F.col("hold_id") == hold, {"held_to": F.lit(end)})
+    release_hold(spark, cfg, hold, log=_quiet)
     spark.sql(f"UPDATE {t.erasures} SET rows_total = rows_total - 1")
     try:
         erasures = _verify(spark, cfg).findings
