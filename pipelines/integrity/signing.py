@@ -37,29 +37,30 @@ def _pem(text: str) -> bytes:
     return ("\n".join([f"-----BEGIN {match.group(1)}-----", *lines, f"-----END {match.group(1)}-----"]) + "\n").encode()
 
 
-def private_key(text: str) -> Ed25519PrivateKey:
+def _load(text: str, load, wanted: type, what: str):
+    """``text``'s PEM loaded by ``load``, which must give a ``wanted`` key (``KeyProblem`` saying what it is
+    instead)."""
     pem = _pem(text)
     try:
-        key = serialization.load_pem_private_key(pem, password=None)
+        key = load(pem)
     except (ValueError, TypeError) as exc:
-        raise KeyProblem(f"not a readable private key ({exc})") from None
-    if not isinstance(key, Ed25519PrivateKey):
+        raise KeyProblem(f"not a readable {what} ({exc})") from None
+    if not isinstance(key, wanted):
         raise KeyProblem(f"a {type(key).__name__.removeprefix('_')} key, not Ed25519")
     return key
+
+
+def private_key(text: str) -> Ed25519PrivateKey:
+    return _load(
+        text, lambda pem: serialization.load_pem_private_key(pem, password=None), Ed25519PrivateKey, "private key"
+    )
 
 
 def public_key(text: str) -> Ed25519PublicKey:
     """A public key's PEM text, or a private key's (its public half)."""
     if "PRIVATE KEY" in text:
         return private_key(text).public_key()
-    pem = _pem(text)
-    try:
-        key = serialization.load_pem_public_key(pem)
-    except (ValueError, TypeError) as exc:
-        raise KeyProblem(f"not a readable public key ({exc})") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise KeyProblem(f"a {type(key).__name__.removeprefix('_')} key, not Ed25519")
-    return key
+    return _load(text, serialization.load_pem_public_key, Ed25519PublicKey, "public key")
 
 
 def fingerprint(key: Ed25519PublicKey) -> str:
