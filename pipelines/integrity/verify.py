@@ -45,7 +45,6 @@ class Verification:
     rows_retired: int = 0
     reconciled: bool | None = None
     findings: list[str] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)  # --verbose: what was found in order
 
     @property
     def valid(self) -> bool:
