@@ -34,6 +34,32 @@ def cmd_generate_activity_log(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate_server_logs(cfg: Config, args: argparse.Namespace) -> int:
+    import time
+
+    from auditlake_devtools.sample.server_logs import write_server_log_tree
+
+    started = time.monotonic()
+    start = args.start or iso_time(cfg.settings.generate.start)
+    tree = write_server_log_tree(
+        Path(args.out),
+        args.events,
+        args.seed,
+        start,
+        args.days or cfg.settings.generate.days,
+        args.nodes,
+        args.zone,
+        args.rotate_lines,
+    )
+    shapes = ", ".join(f"{n} {shape}" for shape, n in sorted(tree.lines.items()))
+    files = sum(1 for p in Path(args.out).rglob("*.log"))
+    log(
+        f"generate server-logs: {sum(tree.lines.values())} lines ({shapes}) in {files} files of {args.nodes} nodes "
+        f"under {args.out} (local time {args.zone}) in {time.monotonic() - started:.1f}s"
+    )
+    return 0
+
+
 def cmd_generate_writeback(_cfg: Config, args: argparse.Namespace) -> int:
     from auditlake_devtools.sample.writeback import generate_historical_audit, write_export
 
@@ -101,7 +127,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo, writes_lake=True)  # its refresh makes the analysts' copies
 
-    p = sub.add_parser("generate", help="write sample data: `activity-log` or `writeback`")
+    p = sub.add_parser("generate", help="write sample data: `activity-log`, `server-logs` or `writeback`")
     generate = p.add_subparsers(dest="source", required=True)
     p = generate.add_parser("activity-log", help="a realistic sample Activity Log, as Tableau delivers it")
     p.add_argument("--out", required=True)
@@ -145,6 +171,19 @@ def register(sub) -> None:
         help="with --snapshots: one snapshot every H hours from the window's start (default 1)",
     )
     p.set_defaults(func=cmd_generate_activity_log)
+
+    p = generate.add_parser(
+        "server-logs", help="a sample Tableau Server log tree: Activity Log files of several nodes, rotated"
+    )
+    p.add_argument("--out", required=True, help="the tree's root (a folder per node)")
+    p.add_argument("--events", type=positive_int, required=True, help="site events generated (as activity-log)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--start", type=iso_time, help="first event hour, ISO-8601 (default from conf)")
+    p.add_argument("--days", type=positive_int, help="days of activity (default from conf)")
+    p.add_argument("--nodes", type=positive_int, default=2)
+    p.add_argument("--zone", default="Europe/Berlin", help="the servers' time zone: native lines' ts is local")
+    p.add_argument("--rotate-lines", type=positive_int, default=50_000, help="lines per file before it rotates")
+    p.set_defaults(func=cmd_generate_server_logs)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")
     p.add_argument("--out", required=True, help="export file: .ndjson or .csv")

@@ -90,6 +90,12 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.refresh.layers import parse_layers
 
     layers, source = parse_layers(args.layers), Path(args.source) if args.source else None
+    if args.server_logs:
+        from pipelines.server_logs.roots import with_root
+
+        cfg = with_root(cfg, args.server_logs, args.server_node or "")
+    elif args.server_node:
+        raise UsageError("--server-node NAME names the node of --server-logs DIR")
     if args.every is not None or args.runs is not None:
         if args.every is None or args.summary or args.wait:
             raise UsageError(
@@ -303,6 +309,13 @@ def _add_refresh(sub) -> None:
         help="landing root to read (default paths.landing_dir): the project's site/ and "
         "tenant/ folders or Tableau's siteLuid=/eventType= layouts, in any mix",
     )
+    p.add_argument(
+        "--server-logs",
+        metavar="DIR",
+        help="copy Tableau Server's Activity Log files from DIR too (a node's logs folder or a `tsm "
+        "maintenance ziplogs` archive), beside sources.server_logs.roots (docs/sources.md)",
+    )
+    p.add_argument("--server-node", metavar="NAME", help="the node --server-logs DIR comes from (default: its own)")
     p.add_argument(
         "--full-listing",
         action="store_true",

@@ -111,6 +111,16 @@ def _iso_time(v: str) -> str | None:
     return None
 
 
+def _zone(v: str) -> str | None:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(v)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return "must be an IANA time zone name such as Europe/Berlin or UTC"
+    return None
+
+
 NONEMPTY = r"\S.*"
 Host = Text(r"\S+", "a host name or address")
 Port = Whole(1, 65535)
@@ -125,6 +135,7 @@ SparkMaster = Text(
 DnPatterns = Text(r"([^%]*%s[^%]*)(:[^%]*%s[^%]*)*|", "DN patterns with %s, colon-separated")
 Share = Number(0, 1)
 Maven = ListOf(r"[^:\s]+:[^:\s]+:[^:\s]+", "Maven coordinates group:artifact:version")
+Zone = Annotated[str, _check(_zone)]
 SparkKey = Annotated[str, _check(lambda k: None if k.startswith("spark.") else "is not a Spark setting (spark.*)")]
 SparkValue = Annotated[str | int | float | bool, Field(union_mode="left_to_right")]
 
@@ -201,6 +212,24 @@ class Silver(Section):
         ],
         "columns Delta keeps min/max statistics for in the wide event tables",
     )
+
+
+class ServerLogRoot(Section):
+    path: Text(NONEMPTY, "a folder or a .zip archive") = Field(
+        description="a node's logs folder or a `tsm maintenance ziplogs` archive"
+    )
+    node: Text(r"[A-Za-z0-9_.-]*", "a node name (letters, digits, . _ -)") = key(
+        "", "the node's name ('' = this machine's name for a folder, each member's top folder for an archive)"
+    )
+
+
+class ServerLogs(Section):
+    roots: list[ServerLogRoot] = key([], "Tableau Server's log roots to copy Activity Log files from ([] = none)")
+    timezone: Zone = key("UTC", "the servers' clock: native log lines carry local time without an offset")
+
+
+class Sources(Section):
+    server_logs: ServerLogs = key(ServerLogs, "Tableau Server's Activity Log files")
 
 
 class Snapshots(Section):
@@ -485,6 +514,7 @@ class Settings(Section):
         "Maven coordinates fetched by `auditlake setup`",
     )
     s3: S3 = key(S3, "s3a:// locations")
+    sources: Sources = key(Sources, "Activity Log sources beside the landing folder")
     bronze: Bronze = key(Bronze, "the bronze layer")
     silver: Silver = key(Silver, "the silver layer")
     snapshots: Snapshots = key(Snapshots, "entity snapshots")

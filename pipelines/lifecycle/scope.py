@@ -8,9 +8,14 @@ from pyspark.sql import functions as F
 
 
 def _field(name: str) -> Column:
-    """A field of the raw line (a flat record's, or an emitter envelope's event's): the content the
-    landing hash covers, not bronze's routing columns beside it, which no hash does."""
-    return F.coalesce(F.get_json_object("raw_line", f"$.{name}"), F.get_json_object("raw_line", f"$.event.{name}"))
+    """A field of the raw line (a flat record's, an emitter envelope's event's, or a native log line's
+    event's): the content the landing hash covers, not bronze's routing columns beside it, which no
+    hash does."""
+    return F.coalesce(
+        F.get_json_object("raw_line", f"$.{name}"),
+        F.get_json_object("raw_line", f"$.event.{name}"),
+        F.get_json_object("raw_line", f"$.v.{name}"),
+    )
 
 
 def event_time() -> Column:

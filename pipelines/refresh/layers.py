@@ -34,6 +34,8 @@ from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
 from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.runtime.spark_session import describe_jobs, small_input_below
+from pipelines.server_logs.copy import CopyResult, copy_new_lines
+from pipelines.server_logs.roots import configured_roots
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
@@ -62,6 +64,7 @@ class RefreshReport:
     gold: GoldResult | None = None
     runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
     full_listing: bool = False  # bronze walks every folder of the landing root
+    server_logs: CopyResult | None = None  # Tableau Server's log files copied before bronze
     gold_skipped: bool = False  # nothing gold reads changed since its last build
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
@@ -237,7 +240,23 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
 
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
-    report.bronze = land_bronze(spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing)
+    noted: list = []
+    roots = configured_roots(cfg)
+    if roots:  # Tableau Server's log files: their new lines copied into the landing tree, then landed
+        report.server_logs = copy_new_lines(
+            spark,
+            roots,
+            cfg.settings.sources.server_logs.timezone,
+            str(source_dir) if source_dir is not None else cfg.landing_dir,
+            cfg.checkpoint_dir,
+            log=log,
+        )
+        noted = report.server_logs.entries
+        for problem in report.server_logs.problems:
+            log(problem)
+    report.bronze = land_bronze(
+        spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing, noted=noted
+    )
     for result in report.bronze:
         for problem in result.problems:
             log(problem)

@@ -7,6 +7,7 @@ refresh of every layer that succeeded and left nothing to retry records what it 
 
 - the landing files (path, size, modification time, readability), one digest per date folder;
 - the Write-Back export file (size and time), when that is the source;
+- Tableau Server's Activity Log files under ``sources.server_logs.roots`` (size and time), if any;
 - the lake as the run left it: every Delta table's newest commit (warehouse and analysts' copies),
   the checkpoint files, the Derby metastore's files, and the Hyper export when a refresh publishes;
 - the configuration as loaded, a digest of the pseudonym key, and the code, dbt project, expectations
@@ -46,6 +47,8 @@ from pipelines.config.load import Config, secret
 from pipelines.config.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE_DIR
 from pipelines.lake import storage
 from pipelines.lake.state_files import write_json_whole
+from pipelines.server_logs.discover import find_logs
+from pipelines.server_logs.roots import configured_roots
 
 RECORD_FILE = "refresh_inputs.json"
 RECORD_VERSION = 1
@@ -57,7 +60,12 @@ _OUTPUT_FILES = frozenset({".user.yml"})
 _STACK = ("pyspark", "delta-spark", "dbt-core", "dbt-spark", "great-expectations", "pydantic")
 UNDATED = "undated"
 # what the log line calls an input that changed
-_NAMES = {"writeback": "the Write-Back export", "config": "the configuration", "pseudonym_key": "the pseudonym key"}
+_NAMES = {
+    "writeback": "the Write-Back export",
+    "server_logs": "Tableau Server's log files",
+    "config": "the configuration",
+    "pseudonym_key": "the pseudonym key",
+}
 
 
 def _digest(parts) -> str:
@@ -178,6 +186,15 @@ def _writeback_file(cfg: Config) -> list:
     return [str(path), st.st_size, st.st_mtime_ns]
 
 
+def _server_logs(cfg: Config) -> str:
+    """Tableau Server's log files (each file's place, size and time): one that grew is new input."""
+    roots = configured_roots(cfg)
+    if not roots:
+        return ""
+    logs, problems = find_logs(roots)
+    return _digest(sorted((f.location, f.size, f.mtime_ms) for f in logs) + problems)
+
+
 def _key_digest(cfg: Config) -> str:
     """The analysts' copies depend on the pseudonym key: its digest, never the key."""
     if not cfg.settings.analyst.enabled:
@@ -206,6 +223,7 @@ def current_inputs(cfg: Config) -> Inputs:
     landing, files = landing_by_day(cfg.landing_dir)
     other = {
         "writeback": _writeback_file(cfg),
+        "server_logs": _server_logs(cfg),
         "config": _digest([cfg.env, json.dumps(cfg.values, sort_keys=True, default=str)]),
         "pseudonym_key": _key_digest(cfg),
         "code": _code_digest(),

@@ -199,8 +199,10 @@ def land_bronze(
     source_dir: Path | str | None = None,
     log=print,
     full_listing: bool = False,
+    noted: list[ledger.LedgerEntry] | None = None,
 ) -> list[LandingResult]:
-    """Land every file under the landing root the ledger has not decided; one result per family."""
+    """Land every file under the landing root the ledger has not decided; one result per family.
+    ``noted``: entries decided before this run listed (a server log that vanished), ledgered with it."""
     t = tables(cfg)
     root = str(source_dir) if source_dir is not None else cfg.landing_dir
     results = {f: LandingResult(f, t.bronze_raw(f), 0, 0, 0) for f in FAMILIES}
@@ -214,6 +216,7 @@ def land_bronze(
     listed = list_landing(spark, root, cutoff)
     known = ledger.known_versions(spark, t, cutoff)
     to_read, entries = ledger.plan_files(listed, known)
+    entries += noted or []
     snapshots = [f for f in to_read if f.info.entity_type]
     to_read = [f for f in to_read if not f.info.entity_type]
     walked = "every folder" if cutoff is None else f"date folders from {cutoff} on"

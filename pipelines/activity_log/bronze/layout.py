@@ -6,7 +6,10 @@ Three layouts share one landing root, in any mix:
   and ``tenant/tenantId=<id>/…``;
 - Tableau Cloud Manager's **date-first** layout (the Platform Data API, kept by extractors and
   the S3 replica): ``[pod=<pod>/]siteLuid=<luid>/y=…/m=…/d=…/h=…/eventType=<type>/part-0001.json``;
-- the extractor's **schema-first** layout: ``[pod=<pod>/]siteLuid=<luid>/eventType=<type>/y=…/…``.
+- the extractor's **schema-first** layout: ``[pod=<pod>/]siteLuid=<luid>/eventType=<type>/y=…/…``;
+- the lake's copies of Tableau Server's Activity Log files (``pipelines/server_logs``):
+  ``server/node=<node>/tz=<zone>/y=…/m=…/d=…/<process>/<file>.<identity>.<start>-<end>.log``, site
+  events all (one Server hosts many sites: each record names its own), dated by when they were copied.
 
 Tenant (Cloud Manager) files carry no ``siteLuid=`` segment: a path with one is a site file, a
 partitioned path without one is a tenant file. Entity snapshots (``…/entityType=<entity>/….parquet``,
@@ -21,7 +24,15 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from pipelines.activity_log import AUDITLAKE, DATE_FIRST, FAMILIES, SCHEMA_FIRST, UNPARTITIONED
+from pipelines.activity_log import (
+    AUDITLAKE,
+    DATE_FIRST,
+    FAMILIES,
+    SCHEMA_FIRST,
+    SERVER_LOG,
+    SERVER_LOG_FOLDER,
+    UNPARTITIONED,
+)
 
 # Extensions of Activity Log files (each may also end in .gz); anything else is skipped, counted.
 RECORD_EXTENSIONS = (".json", ".txt", ".ndjson", ".jsonl", ".log")
@@ -96,13 +107,15 @@ def classify(relative: str) -> PathInfo:
 
     if top in FAMILIES:
         family, layout = top, AUDITLAKE
+    elif top == SERVER_LOG_FOLDER:
+        family, layout = "site", SERVER_LOG
     elif "siteLuid" in keys:
         family = "site"
     elif "tenantId" in keys or "eventType" in keys or "y" in keys:
         family = "tenant"  # a partitioned Tableau path without siteLuid= is a Cloud Manager file
     else:
         family = None
-    if top not in FAMILIES:
+    if top not in FAMILIES and top != SERVER_LOG_FOLDER:
         kind = "eventType" if "eventType" in keys else "entityType"  # a snapshot's folder sits where a type's does
         if kind in keys and "y" in keys:
             layout = SCHEMA_FIRST if order.index(kind) < order.index("y") else DATE_FIRST

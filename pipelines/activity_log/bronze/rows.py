@@ -1,9 +1,10 @@
 """Lines + file metadata -> bronze rows (DataFrame in, DataFrame out; no I/O).
 
 A line that is not JSON is landed too, flagged by ``parse_status``; nothing is dropped here.
-``event_type`` and ``event_time`` are lifted from either record shape (flat, or the envelope
+``event_type`` and ``event_time`` are lifted from any of the three record shapes (flat; the envelope
 ``{traceUuid, event[, metadata]}``: Tableau's emitter writes it without ``metadata``, the type then
-travels outside the line), falling back to the ``eventType=`` folder for the type.
+travels outside the line; Tableau Server's native log line ``{ts, pid, …, site, user, k, v}`` with
+the event as its ``v``), falling back to the ``eventType=`` folder for the type.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 # Only the routing fields are parsed here; silver parses the full record.
 _ROUTING_SCHEMA = (
     "eventType string, eventTime string, siteLuid string, tenantId string, event string, metadata string, "
-    "_corrupt_record string"
+    "ts string, v string, _corrupt_record string"
 )
 BOM = "\ufeff"
 
@@ -66,16 +67,31 @@ def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str) -> DataFrame
     is_object = parsed.isNotNull() & parsed["_corrupt_record"].isNull() & ~is_blank
     # No documented attribute is called ``event``: an object under that name is an envelope's event.
     is_envelope = is_object & F.coalesce(F.ltrim(parsed["event"]).startswith("{"), F.lit(False))
+    # A native log line's event is its object ``v``, beside the line's own time ``ts``.
+    is_native = (
+        is_object
+        & ~is_envelope
+        & parsed["ts"].isNotNull()
+        & F.coalesce(F.ltrim(parsed["v"]).startswith("{"), F.lit(False))
+    )
 
     def field(name: str) -> Column:
-        return F.when(is_envelope, F.get_json_object(parsed["event"], f"$.{name}")).otherwise(parsed[name])
+        return (
+            F.when(is_envelope, F.get_json_object(parsed["event"], f"$.{name}"))
+            .when(is_native, F.get_json_object(parsed["v"], f"$.{name}"))
+            .otherwise(parsed[name])
+        )
 
-    record_type = F.when(
-        is_envelope,
-        F.coalesce(
-            F.get_json_object(parsed["metadata"], "$.eventType"), F.get_json_object(parsed["event"], "$.eventType")
-        ),
-    ).otherwise(parsed["eventType"])
+    record_type = (
+        F.when(
+            is_envelope,
+            F.coalesce(
+                F.get_json_object(parsed["metadata"], "$.eventType"), F.get_json_object(parsed["event"], "$.eventType")
+            ),
+        )
+        .when(is_native, F.get_json_object(parsed["v"], "$.eventType"))
+        .otherwise(parsed["eventType"])
+    )
     folder_type = F.nullif(F.regexp_extract(F.col("source_file"), r"/eventType=([^/]+)/", 1), F.lit(""))
     if family is not None:
         family_col = F.lit(family)
@@ -87,7 +103,7 @@ def to_bronze_rows(raw: DataFrame, family: str | None, run_id: str) -> DataFrame
         F.expr("uuid()").alias("bronze_id"),
         line.alias("raw_line"),
         F.when(is_blank, "blank").when(is_object, "ok").otherwise("malformed").alias("parse_status"),
-        F.when(is_envelope, "envelope").when(is_object, "flat").alias("record_shape"),
+        F.when(is_envelope, "envelope").when(is_native, "native").when(is_object, "flat").alias("record_shape"),
         F.when(is_object, F.coalesce(record_type, folder_type)).alias("event_type"),
         (is_object & record_type.isNull() & folder_type.isNotNull()).alias("event_type_from_folder"),
         F.when(is_object, field("eventTime")).alias("event_time"),

@@ -31,6 +31,8 @@ BAD_EVENT_TIME = "bad_event_time"
 EVENT_TYPE_MISMATCH = "event_type_mismatch"
 
 LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts"]
+# A native log line's own fields beside its event ``v``: its local time and its site.
+NATIVE_LINE_FIELDS = ("v", "ts", "site")
 
 
 @dataclass
@@ -135,17 +137,38 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     # One parse of the line for flat records; envelopes parse their event object a second time.
     # The envelope's event object is parsed with the same struct type, so a flat record's attributes
     # are the top-level struct itself (no copy of ~250 fields per row).
-    wide = wide_schema_ddl(plan, extra=("event", "metadata"))
+    wide = wide_schema_ddl(plan, extra=("event", "metadata") + NATIVE_LINE_FIELDS)
     is_envelope = F.col("record_shape") == "envelope"
+    is_native = F.col("record_shape") == "native"
     rows = (
         rows.withColumn("_top", F.from_json(parsable, wide))
-        .withColumn("_attrs", F.when(is_envelope, F.from_json(F.col("_top.event"), wide)).otherwise(F.col("_top")))
-        .withColumn("_attrs_json", F.when(is_envelope, F.col("_top.event")).otherwise(parsable))
+        .withColumn(
+            "_attrs",
+            F.when(is_envelope, F.from_json(F.col("_top.event"), wide))
+            .when(is_native, F.from_json(F.col("_top.v"), wide))
+            .otherwise(F.col("_top")),
+        )
+        .withColumn(
+            "_attrs_json",
+            F.when(is_envelope, F.col("_top.event")).when(is_native, F.col("_top.v")).otherwise(parsable),
+        )
         .withColumn("_canonical_type", _canonical_event_type(plan, "event_type"))
         .withColumn("_folder_type", F.nullif(F.regexp_extract("source_file", r"/eventType=([^/]+)/", 1), F.lit("")))
     )
-    # Nine fractional digits (Tableau's emitter) cast too: Spark keeps the microseconds.
-    rows = rows.withColumn("event_time", F.col("_attrs.eventTime").try_cast("timestamp"))
+    # Nine fractional digits (Tableau's emitter) cast too: Spark keeps the microseconds. A native
+    # line without the event's own eventTime has its ``ts``: the server's wall clock, read in the
+    # zone its copy's folder names (the session's zone is UTC, so the cast keeps the wall clock).
+    server_zone = F.nullif(F.regexp_extract("source_file", r"/tz=([^/]+)/", 1), F.lit(""))
+    local_ts = F.to_utc_timestamp(
+        F.col("_top.ts").try_cast("timestamp"), F.replace(server_zone, F.lit("~"), F.lit("/"))
+    )
+    rows = rows.withColumn(
+        "event_time",
+        F.coalesce(
+            F.col("_attrs.eventTime").try_cast("timestamp"),
+            F.when(is_native & F.col("_attrs.eventTime").isNull() & server_zone.isNotNull(), local_ts),
+        ),
+    )
     # The record (or its metadata) and its eventType= folder name different types: neither is trusted.
     folder_canonical = F.coalesce(_canonical_event_type(plan, "_folder_type"), F.col("_folder_type"))
     mismatch = (
@@ -164,6 +187,14 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     )
     detail = (
         F.when(reason == UNKNOWN_EVENT_TYPE, F.concat(F.lit("event type not in the registry: "), F.col("event_type")))
+        .when(
+            (reason == BAD_EVENT_TIME) & is_native & F.col("_attrs.eventTime").isNull(),
+            F.concat(
+                F.lit("no eventTime, and the line's ts is local time of an unknown zone "),
+                F.lit("(Tableau Server's logs are copied with sources.server_logs.timezone): "),
+                F.coalesce(F.col("_top.ts"), F.lit("(missing)")),
+            ),
+        )
         .when(
             reason == BAD_EVENT_TIME,
             F.concat(F.lit("eventTime not a timestamp: "), F.coalesce(F.col("_attrs.eventTime"), F.lit("(missing)"))),
@@ -201,9 +232,12 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
         if col.identifier:
             raw = _lower_uuid(raw)
         if col.attribute == "eventType":
-            # In a flat record the top-level eventType names the event; only an envelope's
-            # event object can carry the documented attribute of that name.
-            raw = f"CASE WHEN record_shape = 'envelope' THEN {raw} END"
+            # In a flat record the top-level eventType names the event; only an envelope's (or a
+            # native line's) event object can carry the documented attribute of that name.
+            raw = f"CASE WHEN record_shape IN ('envelope', 'native') THEN {raw} END"
+        elif col.attribute == "siteLuid":
+            # One Server hosts many sites: an event without its siteLuid has its native line's site.
+            raw = f"coalesce({raw}, CASE WHEN record_shape = 'native' THEN nullif(`_top`.`site`, '-') END)"
         applies = "TRUE" if col.common else _sql_in(etype, col.event_types)
         if col.common or col.uniform:
             fits = f"try_cast({raw} AS {col.physical_type}) IS NOT NULL"

@@ -1,0 +1,160 @@
+"""Tableau Server's Activity Log files (pipelines/server_logs): copied into the landing tree exactly
+once while they grow, rotate, vanish and come back in archives; then landed and typed.
+
+The copy is plain Python on real files (fast); one chain of real `auditlake refresh` processes,
+one of them killed mid-copy, checks that every line written lands exactly once and is typed."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from auditlake_devtools.sample.server_logs import ServerLogTree, generated_site_events
+from pipelines.activity_log.bronze import ledger
+from pipelines.server_logs import copy as copy_mod
+from pipelines.server_logs import offsets
+from pipelines.server_logs.copy import REPLACED, VANISHED, copy_new_lines
+from pipelines.server_logs.discover import LogRoot, ServerLog
+
+ZONE = "Europe/Berlin"
+
+
+def _event(i: int) -> str:
+    return json.dumps({"eventType": "login", "eventTime": f"2026-06-08T10:{i // 60:02d}:{i % 60:02d}Z", "n": i})
+
+
+def _copy(tmp: Path, roots: list[LogRoot] | None = None) -> copy_mod.CopyResult:
+    return copy_new_lines(
+        None, roots or [LogRoot(str(tmp / "logs"), "n1")], ZONE, str(tmp / "land"), str(tmp / "ck"), log=lambda _m: None
+    )
+
+
+def _copied_lines(tmp: Path) -> list[str]:
+    """Every line of every piece under the landing tree."""
+    out = []
+    for piece in sorted((tmp / "land").rglob("*.log")):
+        out += piece.read_text().splitlines()
+    return out
+
+
+def _log(tmp: Path, name: str = "vizqlserver_0-cepp-canonical-events_0.log", process: str = "vizqlserver") -> Path:
+    path = tmp / "logs" / process / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def test_growing_file_copies_complete_lines_once(tmp_path):
+    log = _log(tmp_path)
+    _append(log, "\n".join(_event(i) for i in range(3)) + "\n" + _event(3)[:20])
+    first = _copy(tmp_path)
+    assert (first.lines, first.pieces) == (3, 1)  # the partial line waits
+    _append(log, _event(3)[20:] + "\n" + _event(4) + "\n")
+    assert _copy(tmp_path).lines == 2
+    assert _copy(tmp_path).lines == 0  # nothing new: nothing written
+    assert _copied_lines(tmp_path) == [_event(i) for i in range(5)]
+    piece = next((tmp_path / "land").rglob("*.log")).relative_to(tmp_path / "land").as_posix()
+    assert piece.startswith("server/node=n1/tz=Europe~Berlin/y=")
+    assert "/vizqlserver/vizqlserver_0-cepp-canonical-events_0.log." in piece
+
+
+def test_rotation_keeps_identity_and_a_new_file_at_the_old_name_is_new(tmp_path):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n" + _event(1) + "\n")
+    _copy(tmp_path)
+    _append(log, _event(2) + "\n")  # written just before the rotation, not yet copied
+    os.replace(log, log.with_name("vizqlserver_0-cepp-canonical-events_1.log"))
+    _append(log, _event(3) + "\n")
+    assert _copy(tmp_path).lines == 2
+    assert sorted(_copied_lines(tmp_path)) == sorted(_event(i) for i in range(4))
+
+
+def test_archive_beside_the_live_folder_is_not_copied_twice(tmp_path):
+    log = _log(tmp_path)
+    _append(log, "\n".join(_event(i) for i in range(4)) + "\n")
+    archive = tmp_path / "ziplogs.zip"
+    with zipfile.ZipFile(archive, "w") as z:  # tsm maintenance ziplogs: a folder per node
+        z.write(log, "node1/tabsvc/logs/vizqlserver/vizqlserver_0-cepp-canonical-events_0.log")
+    _append(log, _event(4) + "\n")
+    roots = [LogRoot(str(tmp_path / "logs"), "node1"), LogRoot(str(archive))]
+    result = _copy(tmp_path, roots)
+    assert (result.files, result.lines) == (2, 5)
+    assert _copy(tmp_path, roots).lines == 0
+    assert _copied_lines(tmp_path) == [_event(i) for i in range(5)]
+
+
+def test_a_file_replaced_under_the_same_first_line_is_reported_not_copied(tmp_path):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n" + _event(1) + "\n")
+    _copy(tmp_path)
+    log.write_text(_event(0) + "\n" + _event(7) + "\n" + _event(8) + "\n")  # rewritten, same first line
+    result = _copy(tmp_path)
+    assert [(e.status, e.reason) for e in result.entries] == [(ledger.CHANGED, REPLACED)]
+    assert "its bytes before offset" in result.entries[0].detail
+    assert _copy(tmp_path).entries == []  # said once
+    assert _copied_lines(tmp_path) == [_event(0), _event(1)]
+
+
+def test_vanished_files_are_recorded(tmp_path, monkeypatch):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n" + _event(1)[:10])
+    _copy(tmp_path)
+    log.unlink()  # tsm maintenance cleanup, before the partial line was ended
+    gone = _copy(tmp_path)
+    assert [(e.status, e.reason) for e in gone.entries] == [(ledger.SKIPPED, VANISHED)]
+    assert gone.entries[0].detail.startswith("gone with 10 bytes after its last complete line")
+
+    listed = ServerLog("n1", "vizqlserver", "x.log", str(tmp_path / "nowhere.log"), 5, 0)
+    monkeypatch.setattr(copy_mod, "find_logs", lambda roots: ([listed], []))
+    result = _copy(tmp_path)
+    assert [(e.reason, e.detail) for e in result.entries] == [
+        (VANISHED, "listed, then gone before it could be read")
+    ]
+
+
+def test_a_run_killed_after_its_pieces_before_its_offsets_copies_nothing_twice(tmp_path, monkeypatch):
+    log = _log(tmp_path)
+    _append(log, "\n".join(_event(i) for i in range(3)) + "\n")
+    _copy(tmp_path)
+    _append(log, "\n".join(_event(i) for i in range(3, 6)) + "\n")
+
+    def killed(*_args):
+        raise KeyboardInterrupt  # the kill: the pieces are written, the offsets are not
+
+    with monkeypatch.context() as m:
+        m.setattr(offsets, "save", killed)
+        with pytest.raises(KeyboardInterrupt):
+            _copy(tmp_path)
+    _append(log, _event(6) + "\n")
+    assert _copy(tmp_path).lines == 1
+    assert _copied_lines(tmp_path) == [_event(i) for i in range(7)]
+
+
+def test_a_missing_root_is_one_line(tmp_path):
+    result = _copy(tmp_path, [LogRoot(str(tmp_path / "absent"))])
+    assert result.problems == [f"server logs: {tmp_path / 'absent'}: no such folder or .zip archive"]
+
+
+def test_timezone_and_command_line_root_are_checked(monkeypatch, tmp_path):
+    from pipelines.config.load import load_config
+    from pipelines.errors import ConfigError, UsageError
+    from pipelines.server_logs.roots import with_root
+
+    monkeypatch.setenv("AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE", "Mars/Olympus")
+    with pytest.raises(ConfigError, match="config key 'sources.server_logs.timezone' must be an IANA time zone name"):
+        load_config("test", writes_lake=False)
+    monkeypatch.delenv("AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE")
+    cfg = load_config("test", writes_lake=False)
+    with pytest.raises(UsageError, match=r"^--server-logs .*absent: no such folder or .zip archive$"):
+        with_root(cfg, str(tmp_path / "absent"))
+    assert with_root(cfg, str(tmp_path), "n9").settings.sources.server_logs.roots[-1].node == "n9"
