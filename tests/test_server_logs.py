@@ -117,9 +117,7 @@ def test_vanished_files_are_recorded(tmp_path, monkeypatch):
     listed = ServerLog("n1", "vizqlserver", "x.log", str(tmp_path / "nowhere.log"), 5, 0)
     monkeypatch.setattr(copy_mod, "find_logs", lambda roots: ([listed], []))
     result = _copy(tmp_path)
-    assert [(e.reason, e.detail) for e in result.entries] == [
-        (VANISHED, "listed, then gone before it could be read")
-    ]
+    assert [(e.reason, e.detail) for e in result.entries] == [(VANISHED, "listed, then gone before it could be read")]
 
 
 def test_a_run_killed_after_its_pieces_before_its_offsets_copies_nothing_twice(tmp_path, monkeypatch):
@@ -158,3 +156,97 @@ def test_timezone_and_command_line_root_are_checked(monkeypatch, tmp_path):
     with pytest.raises(UsageError, match=r"^--server-logs .*absent: no such folder or .zip archive$"):
         with_root(cfg, str(tmp_path / "absent"))
     assert with_root(cfg, str(tmp_path), "n9").settings.sources.server_logs.roots[-1].node == "n9"
+
+
+# The chain: three refreshes of bronze and silver by real processes, on a log tree of two nodes that
+# grows, rotates and gets odd lines between them; the second is killed at its first copied piece.
+NATIVE_WITHOUT_TIME = {
+    "ts": "2026-06-08T14:03:47.924",
+    "pid": 6022,
+    "tid": "4a16",
+    "sev": "info",
+    "req": "-",
+    "sess": "-",
+    "site": "Finance",
+    "user": "-",
+    "k": "cepp-canonical-event",
+    "v": {"eventType": "hist_login", "actorUserLuid": "0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11"},
+}
+
+
+def _environ(data_dir: Path, tree: Path) -> dict[str, str]:
+    from tests.lake import KEYED
+
+    environ = dict(os.environ) | KEYED
+    environ["AUDITLAKE__PATHS__DATA_DIR"] = str(data_dir)
+    environ["AUDITLAKE__PATHS__LANDING_DIR"] = str(data_dir / "landing")
+    environ["AUDITLAKE__QUALITY__CONTEXT_DIR"] = str(data_dir / "gx_context")
+    environ["AUDITLAKE__ANALYST__ENABLED"] = "false"
+    environ["AUDITLAKE__SPARK__JIT"] = "c1"
+    environ["AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE"] = ZONE
+    environ["AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS"] = json.dumps(
+        [{"path": str(tree / node), "node": node} for node in ("node1", "node2")]
+    )
+    return environ
+
+
+def _refresh(environ: dict, kill_at: str | None = None) -> str:
+    from tests.test_crash import _run
+
+    rc, out = _run(
+        environ,
+        "refresh --layers bronze,silver",
+        kill_at=(lambda line: line.startswith(kill_at), 0.0) if kill_at else None,
+    )
+    if not kill_at:
+        assert rc == 0, out[-3000:]
+    return out
+
+
+def _written_lines(tree: Path) -> Counter:
+    return Counter(
+        line
+        for path in tree.rglob("*.log")
+        for line in path.read_text().splitlines(keepends=True)
+        if line.endswith("\n")
+    )
+
+
+@pytest.mark.slow(minutes=3)
+@pytest.mark.subprocess
+@pytest.mark.e2e
+def test_a_log_tree_appended_rotated_and_killed_lands_every_line_once(spark, tmp_path):
+    records = generated_site_events(900, 11, datetime(2026, 6, 1, tzinfo=UTC), 2)
+    tree = ServerLogTree(tmp_path / "logs", nodes=2, zone=ZONE, rotate_lines=120)
+    environ = _environ(tmp_path / "data", tree.root)
+    tree.append(records[:300])
+    partial = tree.current("node1", "vizportal")
+    _append(partial, '{"eventType":"login","eventTime":"2026-06-08T10:00:00Z","siteLuid":"')
+    _refresh(environ)
+
+    tree.append(records[300:600])
+    _append(tree.current("node2", "backgrounder"), "not a JSON line\n")
+    _append(tree.current("node2", "vizportal"), json.dumps(NATIVE_WITHOUT_TIME) + "\n")
+    tree.rotate("node1", "vizportal")
+    _refresh(environ, kill_at="server logs: ")
+    tree.append(records[600:])
+    tree.rotate("node2", "dataserver")
+    _refresh(environ)
+
+    written = _written_lines(tree.root)
+    warehouse = tmp_path / "data" / "warehouse"
+    bronze = spark.read.format("delta").load(str(warehouse / "bronze.db" / "site_events_raw"))
+    landed = Counter(r["raw_line"] + "\n" for r in bronze.select("raw_line").collect())
+    assert landed == written  # every complete line, exactly once
+    silver = spark.read.format("delta").load(str(warehouse / "silver.db" / "site_events"))
+    quarantine = spark.read.format("delta").load(str(warehouse / "silver.db" / "quarantine"))
+    reasons = Counter(r["reason"] for r in quarantine.collect())
+    # the junk line, and the partial line ended by the next append's first line: one line, not JSON
+    assert reasons == Counter({"malformed_json": 2})
+    duplicates = spark.read.format("delta").load(str(warehouse / "silver.db" / "duplicate_records")).count()
+    assert silver.count() + duplicates + sum(reasons.values()) == sum(written.values())
+    shapes = Counter(r["record_shape"] for r in silver.select("record_shape").collect())
+    assert set(shapes) == {"flat", "envelope", "native"}
+    native = silver.where("actor_user_luid = '0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11'").first()
+    # the line's local time in Europe/Berlin (summer: UTC+2), its site from the line
+    assert (native["event_time"].isoformat(), native["site_luid"]) == ("2026-06-08T12:03:47.924000", "Finance")
