@@ -38,6 +38,7 @@ from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_
 from auditlake_devtools.bench_history import bench_history, render_history
 from auditlake_devtools.bench_refresh import bench_refresh, render_refresh
 from auditlake_devtools.bench_serve import bench_serve, render_serve
+from auditlake_devtools.bench_server_logs import bench_server_logs, render_server_logs
 from auditlake_devtools.bench_trail import bench_trail, render_trail
 from auditlake_devtools.variant import variant_environ
 from pipelines.config.load import Config, load_config
@@ -605,6 +606,9 @@ def run_bench(
     elif layer == "serve":
         figures = bench_serve(cfg, sessions, seconds, log)
         write_section(out_doc, "serve", render_serve(figures))
+    elif layer == "server-logs":
+        figures = bench_server_logs(cfg, events, log)
+        write_section(out_doc, "server-logs", render_server_logs(figures, cfg))
     elif layer == "trail":
         figures = bench_trail(cfg, events, log)
         write_section(out_doc, "trail", render_trail(figures, cfg))

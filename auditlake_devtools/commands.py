@@ -195,7 +195,7 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="measure a layer, or the whole refresh as history grows (docs/performance.md)")
     p.add_argument(
         "--layer",
-        choices=["ingest", "all", "export", "refresh", "history", "serve", "trail"],
+        choices=["ingest", "all", "export", "refresh", "history", "serve", "trail", "server-logs"],
         default="ingest",
         help="ingest: bronze and silver on the generated set and a many-small-files set, beside Spark's "
         "bare scan and DuckDB; all: one refresh of every layer per delivery batch; export: the Hyper "
@@ -203,7 +203,8 @@ def register(sub) -> None:
         "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
         "history: a delivery's gold on 0.5M events of history and on --events (silver seeded); "
         "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session; "
-        "trail: the signed digest's share of a +1%% delivery's refresh, and `verify` beside Spark's bare scan",
+        "trail: the signed digest's share of a +1%% delivery's refresh, and `verify` beside Spark's bare scan; "
+        "server-logs: a Tableau Server log tree copied and landed, beside Spark's bare scan of it",
     )
     p.add_argument("--events", type=positive_int, default=1_000_000)
     p.add_argument("--batches", type=positive_int, default=10, help="--layer all: deliveries the events arrive in")
