@@ -23,7 +23,7 @@ from pipelines.config.load import load_config
 from pipelines.errors import ConfigError, ExternalError
 from pipelines.pull import landing
 from pipelines.pull.gaps import gap_lines
-from pipelines.pull.run import pull, pull_before_refresh
+from pipelines.pull.run import jobs, pull, pull_before_refresh
 from pipelines.pull.state import PULL_STATE_DIR, STATE_FILE
 from pipelines.pull.windows import iso
 from tests.lake import variant_environ
@@ -527,3 +527,50 @@ def _decompressed(root: Path) -> list[bytes]:
             data = path.read_bytes()
             out.append(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     return out
+
+
+def test_entity_snapshots_are_pulled_per_site_as_parquet_with_their_own_gaps(tmp_path):
+    root = tmp_path / "generated"
+    generate_activity_log(
+        root,
+        40,
+        seed=5,
+        start=datetime(2026, 6, 1, tzinfo=UTC),
+        days=1,
+        layout="date_first",
+        snapshots=True,
+        snapshot_every=6,
+    )
+    site = sorted(p.name.split("=", 1)[1] for p in root.glob("pod=*/siteLuid=*"))[0]
+    fake = CloudManagerServer.start(root=root, token_secret=TOKEN, tenant_id=TENANT)
+    try:
+        cfg, environ = config(
+            tmp_path,
+            fake,
+            site_luids=[site],
+            tenant_events=False,
+            event_types=["hist_login"],
+            entity_snapshots=True,
+            snapshot_lookback_hours=48,
+            page_size=100,
+        )
+        pull(cfg, now=datetime(2026, 6, 2, 1, 0, tzinfo=UTC), log=quiet)
+    finally:
+        fake.stop()
+    snapshots = [r for r in fake.of("list") if r.details["resource"] == "snapshots"]
+    assert snapshots and all(r.details["site"] == site and "entityType" not in r.query for r in snapshots)
+    pulled = {p: b for p, b in landed(Path(cfg.landing_dir)).items() if "/entityType=" in p}
+    assert pulled == {p: b for p, b in landed(root).items() if f"siteLuid={site}/" in p and "/entityType=" in p}
+    assert all(b[:4] == b"PAR1" for b in pulled.values())
+    # the generator's snapshots come every six hours: each entity type's gaps are its own
+    users = [(g["first_hour"], g["hours"]) for g in state(cfg)["gaps"] if g["key"] == f"site={site}|snapshots|users"]
+    assert users == [
+        ("2026-05-31T01:00Z", 23),
+        ("2026-06-01T01:00Z", 5),
+        ("2026-06-01T07:00Z", 5),
+        ("2026-06-01T13:00Z", 5),
+        ("2026-06-01T19:00Z", 5),
+    ]
+    # a list of entity types asks for each one
+    one = load_config("test", environ=environ | {"AUDITLAKE__PULL__ENTITY_TYPES": '["users"]'})
+    assert [(j.resource, j.kind) for j in jobs(one)] == [("activitylog", "hist_login"), ("snapshots", "users")]
