@@ -307,6 +307,17 @@ def test_each_refusal_is_one_line_and_no_traceback(case, tmp_path, server, monke
     assert not (tmp_path / "landing").exists() or not landed(tmp_path / "landing")
 
 
+def test_no_answer_is_retried_then_said_in_one_line(tmp_path, server):
+    cfg, _ = config(tmp_path, server, cloud_manager_url="http://127.0.0.1:9", max_retries=2)  # the discard port
+    waits = []
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, now=NOW, sleep=waits.append, log=quiet)
+    assert str(failed.value).startswith(
+        "pull: Tableau Cloud Manager's sign-in got no answer after 2 retries: http://127.0.0.1:9/api/v1/pat/login: "
+    )
+    assert waits == [0.5, 1.0]
+
+
 def test_pull_without_an_address_or_a_token_says_which_key(tmp_path, server):
     cfg, environ = config(tmp_path, server, cloud_manager_url="")
     with pytest.raises(ConfigError, match=r"^config key 'pull.cloud_manager_url' is empty"):

@@ -25,13 +25,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import Message
-from urllib.error import HTTPError, URLError
+from http.client import HTTPException
+from urllib.error import HTTPError
 from urllib.parse import quote, urlencode
 from urllib.request import Request, urlopen
 
 from pipelines.errors import ExternalError
 
-RETRIED = frozenset((429, 500, 502, 503, 504))
+NO_ANSWER = 0  # the status of a call that got none (refused, timed out, cut off)
+RETRIED = frozenset((NO_ANSWER, 429, 500, 502, 503, 504))
 SESSION_HEADER = "x-tableau-session-token"
 ACTIVITY_LOG, SNAPSHOTS = "activitylog", "snapshots"
 # the query parameter that filters each resource by type, as its paths name the type's folder
@@ -134,7 +136,7 @@ class CloudManager:
     def download(self, url: str) -> bytes:
         answer = self._request("GET", url, session=False)
         if answer.status != 200:
-            raise ExternalError(f"pull: a file's download answered HTTP {answer.status}{_tableau_says(answer)}")
+            raise self._failed(answer, "a file's download")
         return answer.body
 
     # --- the plumbing -------------------------------------------------------------------------------
@@ -165,7 +167,14 @@ class CloudManager:
             raise PullRefused(
                 f"pull: tenant {self.tenant_id} is not known to {self.url} (HTTP 404): check pull.tenant_id{said}"
             )
-        raise ExternalError(f"pull: Tableau Cloud Manager's {what} answered HTTP {answer.status}{said}")
+        raise self._failed(answer, f"Tableau Cloud Manager's {what}")
+
+    def _failed(self, answer: Answer, what: str) -> ExternalError:
+        if answer.status == NO_ANSWER:
+            return ExternalError(
+                f"pull: {what} got no answer after {self.max_retries} retries: {answer.json()['message']}"
+            )
+        return ExternalError(f"pull: {what} answered HTTP {answer.status}{_tableau_says(answer)}")
 
     def _request(
         self, method: str, url: str, payload: dict | None = None, signed_in: bool = True, session: bool = True
@@ -203,7 +212,7 @@ class CloudManager:
                 return Answer(response.status, response.read(), response.headers)
         except HTTPError as exc:
             return Answer(exc.code, exc.read() or b"", exc.headers)
-        except (URLError, TimeoutError, ConnectionError) as exc:
-            # a network failure is retried as a 503 would be
+        except (OSError, HTTPException) as exc:
+            # a network failure (no answer, a connection cut mid-body) is retried as a 503 would be
             reason = getattr(exc, "reason", exc)
-            return Answer(503, json.dumps({"message": f"no answer from {self.url}: {reason}"}).encode(), {})
+            return Answer(NO_ANSWER, json.dumps({"message": f"{url.split('?')[0]}: {reason}"}).encode(), {})

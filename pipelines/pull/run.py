@@ -207,7 +207,8 @@ def _pull_job(
         state["watermarks"][job.key] = iso(end)
         write_state(folder, state)
         log(
-            f"pull: {job.label()} {iso(start)} to {iso(end)}: {listed} files listed in {pages} pages, "
+            f"pull: {job.label()} {iso(start)} to {iso(end)}: {listed} files listed in {pages} "
+            f"page{'s' * (pages != 1)}, "
             f"{written} written ({size} bytes), {present} already here"
         )
     return since, hours
