@@ -19,6 +19,7 @@
     auditlake export ocsf [--out URI]       gold's security facts as OCSF events for Amazon Security Lake (new ones)
     auditlake export hyper [--out DIR] [--tdsx]  the analysts' marts (masked) in one Hyper file for Tableau
     auditlake publish [--out DIR]           export hyper, then the data source on Tableau Cloud/Server (changes only)
+    auditlake pull [--dest DIR]             the Activity Log from Tableau Cloud Manager's Platform Data API -> landing
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -234,6 +235,14 @@ def cmd_publish(cfg: Config, args: argparse.Namespace) -> int:
 
     with refresh_lock(cfg, wait_seconds=args.wait, log=log):
         export_and_publish(spark_session.build_spark(cfg), cfg, out=args.out, log=log)
+    return 0
+
+
+def cmd_pull(cfg: Config, args: argparse.Namespace) -> int:
+    """No Spark and no refresh lock: files land whole under their final names (bronze may list meanwhile)."""
+    from pipelines.pull.run import pull
+
+    pull(cfg, dest=Path(args.dest) if args.dest else None, log=log)
     return 0
 
 
@@ -483,6 +492,16 @@ def _add_publish(sub) -> None:
     p.set_defaults(func=cmd_publish)
 
 
+def _add_pull(sub) -> None:
+    p = sub.add_parser(
+        "pull",
+        help="the Activity Log (and entity snapshots) from Tableau Cloud Manager's Platform Data API into the "
+        "landing tree, date-first, from each watermark less pull.overlap_minutes (conf pull.*, docs/pull.md)",
+    )
+    p.add_argument("--dest", metavar="DIR", help="the landing tree to write (default paths.landing_dir)")
+    p.set_defaults(func=cmd_pull)
+
+
 def _add_dq(sub) -> None:
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)
@@ -515,6 +534,7 @@ COMMANDS = (
     _add_alerts,
     _add_export,
     _add_publish,
+    _add_pull,
     _add_dq,
     _add_cluster,
 )

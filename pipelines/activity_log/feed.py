@@ -10,7 +10,8 @@ After each silver step the rows promoted since the table's watermark (per family
 ``through_ingest_ts``: each row's newest ``silver_ingest_ts`` counted, kept in the same commit as
 the figures) are added in one MERGE for both families: nothing new, no commit. gold's
 ``rpt_feed_gaps`` (dbt) finds the hours a site usually delivers in but did not; the refresh prints a
-line for each site that has been quiet since.
+line for each site that has been quiet since, and one for each delivery gap ``auditlake pull``'s
+listings showed (``pipelines/pull/gaps.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pipelines.config.load import Config
 from pipelines.lake.delta_tables import create_table_if_missing
 from pipelines.lake.silver_stamp import stamped_after
 from pipelines.lake.table_names import tables
+from pipelines.pull.gaps import gap_lines as pull_gap_lines
 
 COMPLETENESS_SCHEMA = (
     "family string, site_luid string, delivery_hour timestamp, files long, records long, "
@@ -169,7 +171,8 @@ def quiet_sites(spark: SparkSession, cfg: Config) -> list[dict]:
 
 
 def quiet_site_lines(spark: SparkSession, cfg: Config) -> list[str]:
-    """One line per quiet site, as a refresh prints them."""
+    """One line per quiet site, as a refresh prints them, then the delivery gaps `auditlake pull`'s
+    listings showed (what Tableau never made available does not reach silver to be counted here)."""
     lines = []
     for site in quiet_sites(spark, cfg):
         who = f"site {site['site_luid']}" if site["family"] == "site" else "the tenant feed"
@@ -177,7 +180,7 @@ def quiet_site_lines(spark: SparkSession, cfg: Config) -> list[str]:
             f"feed: {who} has gone quiet: no delivery since {site['last_delivery_hour']:%Y-%m-%d %H:00} UTC, "
             f"{site['gap_hours']} hours in which it usually delivers (gold.rpt_feed_gaps)"
         )
-    return lines
+    return lines + pull_gap_lines(cfg)
 
 
 def log_quiet_sites(spark: SparkSession, cfg: Config, log=print) -> None:

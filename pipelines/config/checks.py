@@ -63,6 +63,7 @@ SECRETS = (
     ("integrity.enabled", True, "integrity.signing_key_env", "the digests' signing key"),
     ("tableau.publish_on_refresh", True, "tableau.token_name_env", "the personal access token's name"),
     ("tableau.publish_on_refresh", True, "tableau.token_secret_env", "the personal access token's secret"),
+    ("pull.on_refresh", True, "pull.token_secret_env", "the Cloud Manager personal access token's secret"),
 )
 
 # pydantic's error types for a value of the wrong kind -> the kind wanted, as the message says it
@@ -154,6 +155,7 @@ def validate(
             "tableau.server_url",
             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
         )
+    _check_pull(lookup, fail, origin)
     key_name = lookup("analyst.pseudonym_key_env")
     if writes_lake and lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
         fail(
@@ -188,6 +190,20 @@ def validate(
         fail(f"{window}.end_hour", f"must be after {window}.start_hour ({lookup(f'{window}.start_hour')})")
     _check_serve(lookup, fail, origin)
     return settings
+
+
+def _check_pull(lookup: Callable[[str], Any], fail: Callable[[str, str], NoReturn], origin) -> None:
+    """``auditlake pull`` on refresh needs somewhere to pull from and something to pull."""
+    if not lookup("pull.on_refresh"):
+        return
+    if not lookup("pull.cloud_manager_url"):
+        fail("pull.cloud_manager_url", f"is empty: pull.on_refresh is true ({origin('pull.on_refresh')})")
+    if not lookup("pull.site_luids") and not lookup("pull.tenant_events"):
+        fail(
+            "pull.site_luids",
+            f"is empty and pull.tenant_events is false: pull.on_refresh is true ({origin('pull.on_refresh')}) "
+            "but there is nothing to pull",
+        )
 
 
 def is_loopback(host: str) -> bool:

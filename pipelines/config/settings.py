@@ -490,6 +490,36 @@ class Tableau(Section):
     publish_on_refresh: bool = key(False, "export and publish after every refresh whose gold layer ran")
 
 
+class Pull(Section):
+    cloud_manager_url: Text(r"(https?://\S+)?", "an http:// or https:// address, or empty") = key(
+        "", "Tableau Cloud Manager's address (https://<tenant>.cloudmanager.tableau.com)"
+    )
+    tenant_id: Text(r"[A-Za-z0-9-]*", "a tenant id (letters, digits and -), or empty") = key(
+        "", "the tenant; '' = the token's own"
+    )
+    site_luids: ListOf(r"[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}", "site LUIDs (UUIDs)") = key(
+        [], "the sites whose Activity Log is pulled"
+    )
+    tenant_events: bool = key(True, "also the tenant's (Cloud Manager) events")
+    event_types: ListOf(r"[a-z][a-z0-9_]*", "event type names") = key(
+        [], "[] = every type, one listing per window; else one listing per type"
+    )
+    entity_snapshots: bool = key(False, "also the sites' entity snapshots (Enterprise and Tableau+ only)")
+    entity_types: ListOf(r"[a-z][a-z0-9_]*", "entity type names") = key([], "[] = every entity type")
+    token_name_env: EnvName = key("AUDITLAKE_TCM_TOKEN_NAME", "NAME of the variable holding the token's name")
+    token_secret_env: EnvName = key("AUDITLAKE_TCM_TOKEN", "NAME of the variable holding the token's secret")
+    lookback_days: Whole(1, 365) = key(14, "a first pull of the Activity Log reaches this far back")
+    snapshot_lookback_hours: Whole(1, 168) = key(4, "a first pull of the snapshots reaches this far back")
+    overlap_minutes: Whole(0) = key(60, "each pull asks again for this much before its watermark")
+    max_window_hours: Whole(1, 168) = key(168, "one request's time range at most (the API's limit)")
+    page_size: Whole(1, 1000) = key(100, "files per listing page")
+    max_retries: Whole(0, 20) = key(5, "retries of a request answered 429 or 5xx")
+    backoff_seconds: Number(0, 600) = key(1.0, "the wait before a first retry without Retry-After, doubled each time")
+    timeout_seconds: Whole(1, 600) = key(60, "per request")
+    gap_hours: Whole(1) = key(24, "this many hours in a row with no file from a site: a delivery gap")
+    on_refresh: bool = key(False, "`auditlake refresh` pulls first (a failed pull does not stop it)")
+
+
 class Ocsf(Section):
     out_dir: Text() = key("", "Security Lake's bucket (s3a://...) or a folder; '' = <data_dir>/ocsf")
     source_name: Text(
@@ -535,3 +565,4 @@ class Settings(Section):
     hyper: Hyper = key(Hyper, "`auditlake export hyper`")
     tableau: Tableau = key(Tableau, "`auditlake publish`")
     ocsf: Ocsf = key(Ocsf, "`auditlake export ocsf`")
+    pull: Pull = key(Pull, "`auditlake pull`: the Activity Log from Tableau Cloud Manager's Platform Data API")

@@ -15,6 +15,7 @@ from pipelines.config.load import Config
 from pipelines.errors import UsageError
 from pipelines.integrity.capture import write_digest
 from pipelines.lake.run_log import refresh_lock
+from pipelines.pull.run import pull_before_refresh
 from pipelines.refresh import nothing_new
 from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, new_run_id, run_refresh
 from pipelines.refresh.preload import modules_for, preload
@@ -39,6 +40,8 @@ def refresh(
     if source is not None and not source.is_dir():
         raise UsageError(f"--source {source}: no such folder")
     with refresh_lock(cfg, wait_seconds=wait, log=log):
+        if cfg.settings.pull.on_refresh and "bronze" in layers:  # first, so that bronze finds what it brought
+            pull_before_refresh(cfg, log=log)
         verdict = _what_changed(cfg, layers, source)
         if verdict is not None and verdict.nothing_new and not (force or summary):
             # an idle period gets its digest too, so a missing one shows

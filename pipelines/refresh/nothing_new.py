@@ -47,6 +47,7 @@ from pipelines.config.load import Config, secret
 from pipelines.config.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE_DIR
 from pipelines.lake import storage
 from pipelines.lake.state_files import write_json_whole
+from pipelines.pull.state import PULL_STATE_DIR
 from pipelines.server_logs.discover import find_logs
 from pipelines.server_logs.roots import configured_roots
 
@@ -98,9 +99,10 @@ def _newest_commit(log_dir: str) -> tuple[str, int] | None:
     return (newest.name, newest.stat().st_mtime_ns) if newest else None
 
 
-def tree_state(root: str) -> tuple[str, int]:
+def tree_state(root: str, skip: tuple[str, ...] = ()) -> tuple[str, int]:
     """A digest of a lake folder and the Delta tables in it: a table counts by its newest commit (its
-    data files are not listed), any other file by its size and time. -> (digest, tables)."""
+    data files are not listed), any other file by its size and time; ``skip``: entries of the top
+    folder left out. -> (digest, tables)."""
     parts, tables = [], 0
     stack = [(root, "")]
     while stack:
@@ -115,6 +117,8 @@ def tree_state(root: str) -> tuple[str, int]:
             tables += 1
             continue
         for entry in entries:
+            if not rel and entry.name in skip:
+                continue
             child = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_dir(follow_symlinks=True):
                 stack.append((entry.path, child))
@@ -243,7 +247,9 @@ def lake_state(cfg: Config) -> dict:
     if cfg.settings.tableau.publish_on_refresh:  # the export a refresh brings up to date, and its marks
         hyper = cfg.path("hyper.out_dir") if cfg.settings.hyper.out_dir else cfg.data_dir / "hyper"
         locations.append(("hyper export", str(hyper)))
-    return {name: tree_state(storage.local_path(location))[0] for name, location in locations}
+    # the pull's state moves with every pull, new files or not: what it brought shows in the landing tree
+    skip = {"checkpoints": (PULL_STATE_DIR,)}
+    return {name: tree_state(storage.local_path(location), skip.get(name, ()))[0] for name, location in locations}
 
 
 def _record_path(cfg: Config) -> Path:
