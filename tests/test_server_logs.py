@@ -190,12 +190,13 @@ def _environ(data_dir: Path, tree: Path) -> dict[str, str]:
     return environ
 
 
-def _refresh(environ: dict, kill_at: str | None = None) -> str:
+def _refresh(environ: dict, kill_at: str | None = None, then: tuple[str, ...] = ()) -> str:
     from tests.test_crash import _run
 
     rc, out = _run(
         environ,
         "refresh --layers bronze,silver",
+        *then,
         kill_at=(lambda line: line.startswith(kill_at), 0.0) if kill_at else None,
     )
     if not kill_at:
@@ -231,7 +232,8 @@ def test_a_log_tree_appended_rotated_and_killed_lands_every_line_once(spark, tmp
     _refresh(environ, kill_at="server logs: ")
     tree.append(records[600:])
     tree.rotate("node2", "dataserver")
-    _refresh(environ)
+    out = _refresh(environ, then=("verify",))
+    assert "the trail holds" in out  # the copies are landed files: hashed and signed as any
 
     written = _written_lines(tree.root)
     warehouse = tmp_path / "data" / "warehouse"
