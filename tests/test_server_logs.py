@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import zipfile
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from auditlake_devtools.sample.server_logs import ServerLogTree, generated_site_events
 from pipelines.activity_log.bronze import ledger
-from pipelines.server_logs import copy as copy_mod
-from pipelines.server_logs import offsets
-from pipelines.server_logs.copy import REPLACED, VANISHED, copy_new_lines
+from pipelines.server_logs import offsets, pieces
 from pipelines.server_logs.discover import LogRoot, ServerLog
+from pipelines.server_logs.pieces import REPLACED, UNREADABLE, VANISHED, copy_new_lines, pending_notes
 
 ZONE = "Europe/Berlin"
 
@@ -29,7 +29,7 @@ def _event(i: int) -> str:
     return json.dumps({"eventType": "login", "eventTime": f"2026-06-08T10:{i // 60:02d}:{i % 60:02d}Z", "n": i})
 
 
-def _copy(tmp: Path, roots: list[LogRoot] | None = None) -> copy_mod.CopyResult:
+def _copy(tmp: Path, roots: list[LogRoot] | None = None) -> pieces.CopyResult:
     return copy_new_lines(
         None, roots or [LogRoot(str(tmp / "logs"), "n1")], ZONE, str(tmp / "land"), str(tmp / "ck"), log=lambda _m: None
     )
@@ -93,31 +93,89 @@ def test_archive_beside_the_live_folder_is_not_copied_twice(tmp_path):
     assert _copied_lines(tmp_path) == [_event(i) for i in range(5)]
 
 
-def test_a_file_replaced_under_the_same_first_line_is_reported_not_copied(tmp_path):
+def _notes(tmp: Path) -> list[tuple[str, str, str]]:
+    """The notes waiting for bronze's ledger: (status, reason, detail)."""
+    return [(e.status, e.reason, e.detail) for e in pending_notes(None, str(tmp / "ck"))]
+
+
+def test_a_file_replaced_after_its_head_is_noted_once_not_copied(tmp_path):
     log = _log(tmp_path)
-    _append(log, _event(0) + "\n" + _event(1) + "\n")
+    _append(log, "\n".join(_event(i) for i in range(10)) + "\n")
     _copy(tmp_path)
-    log.write_text(_event(0) + "\n" + _event(7) + "\n" + _event(8) + "\n")  # rewritten, same first line
-    result = _copy(tmp_path)
-    assert [(e.status, e.reason) for e in result.entries] == [(ledger.CHANGED, REPLACED)]
-    assert "its bytes before offset" in result.entries[0].detail
-    assert _copy(tmp_path).entries == []  # said once
-    assert _copied_lines(tmp_path) == [_event(0), _event(1)]
+    # rewritten after its first lines (its head: the file is known by them), then it grows
+    log.write_text("\n".join(_event(i) for i in range(9)) + "\n" + _event(99) + "\n" + _event(10) + "\n")
+    _copy(tmp_path)
+    _append(log, _event(11) + "\n")
+    _copy(tmp_path)
+    [(status, reason, detail)] = _notes(tmp_path)
+    assert (status, reason) == (ledger.SKIPPED, REPLACED)
+    assert detail.startswith("replaced: its bytes before offset ")
+    assert _copied_lines(tmp_path) == [_event(i) for i in range(10)]
 
 
-def test_vanished_files_are_recorded(tmp_path, monkeypatch):
+def test_two_files_with_one_first_line_are_two_files(tmp_path):
+    header = "# Tableau Server Activity Log\n"
+    for node, first in (("n1", 0), ("n2", 10)):
+        log = tmp_path / "logs" / node / "vizportal" / "vizportal_0-cepp-canonical-events_0.log"
+        log.parent.mkdir(parents=True)
+        log.write_text(header + "\n".join(_event(first + i) for i in range(3)) + "\n")
+    roots = [LogRoot(str(tmp_path / "logs" / n), n) for n in ("n1", "n2")]
+    assert _copy(tmp_path, roots).lines == 8
+    assert _copy(tmp_path, roots).lines == 0
+    assert Counter(_copied_lines(tmp_path)) == Counter([header[:-1]] * 2 + [_event(i) for i in (0, 1, 2, 10, 11, 12)])
+
+
+def test_a_new_file_of_the_old_size_at_the_old_name_is_read(tmp_path):
+    log = _log(tmp_path)
+    log.write_text(_event(0) + "\n")
+    _copy(tmp_path)
+    os.replace(log, tmp_path / "logs" / "elsewhere.log")  # rotated to a name that is not an Activity Log file
+    log.write_text(_event(1) + "\n")  # the same size
+    os.utime(log, ns=(time.time_ns() + 10**9,) * 2)
+    assert _copy(tmp_path).lines == 1
+
+
+def test_vanished_files_are_noted(tmp_path, monkeypatch):
     log = _log(tmp_path)
     _append(log, _event(0) + "\n" + _event(1)[:10])
     _copy(tmp_path)
     log.unlink()  # tsm maintenance cleanup, before the partial line was ended
-    gone = _copy(tmp_path)
-    assert [(e.status, e.reason) for e in gone.entries] == [(ledger.SKIPPED, VANISHED)]
-    assert gone.entries[0].detail.startswith("gone with 10 bytes after its last complete line")
+    _copy(tmp_path)
+    [(status, reason, detail)] = _notes(tmp_path)
+    assert (status, reason) == (ledger.SKIPPED, VANISHED)
+    assert detail.startswith("gone with 10 bytes after its last complete line")
 
     listed = ServerLog("n1", "vizqlserver", "x.log", str(tmp_path / "nowhere.log"), 5, 0)
-    monkeypatch.setattr(copy_mod, "find_logs", lambda roots: ([listed], []))
-    result = _copy(tmp_path)
-    assert [(e.reason, e.detail) for e in result.entries] == [(VANISHED, "listed, then gone before it could be read")]
+    monkeypatch.setattr(pieces, "find_logs", lambda roots: ([listed], []))
+    _copy(tmp_path)
+    assert _notes(tmp_path)[-1][2].startswith("listed, then gone before it could be read")
+    pieces.notes_recorded(None, str(tmp_path / "ck"), 2)  # bronze's ledger has them
+    assert _notes(tmp_path) == []
+
+
+def test_a_root_that_cannot_be_read_closes_nothing(tmp_path):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n" + _event(1)[:10])
+    _copy(tmp_path)
+    os.replace(tmp_path / "logs", tmp_path / "unmounted")  # the share is away for a run
+    assert _copy(tmp_path).problems == [f"server logs: {tmp_path / 'logs'}: no such folder or .zip archive"]
+    assert _notes(tmp_path) == []
+
+
+def test_an_unreadable_archive_member_is_noted_and_the_rest_copied(tmp_path):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n")
+    archive = tmp_path / "ziplogs.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("node2/vizportal/vizportal_0-cepp-canonical-events_0.log", "\n".join(_event(i) for i in range(50)))
+    data = bytearray(archive.read_bytes())
+    data[60] ^= 0xFF  # a byte of the compressed member
+    archive.write_bytes(bytes(data))
+    result = _copy(tmp_path, [LogRoot(str(tmp_path / "logs"), "n1"), LogRoot(str(archive))])
+    assert result.lines == 1
+    [(status, reason, detail)] = _notes(tmp_path)
+    assert (status, reason) == (ledger.SKIPPED, UNREADABLE)
+    assert detail.startswith("cannot be read (")
 
 
 def test_a_run_killed_after_its_pieces_before_its_offsets_copies_nothing_twice(tmp_path, monkeypatch):
@@ -138,6 +196,37 @@ def test_a_run_killed_after_its_pieces_before_its_offsets_copies_nothing_twice(t
     assert _copied_lines(tmp_path) == [_event(i) for i in range(7)]
 
 
+def test_a_piece_cut_short_is_copied_again(tmp_path, monkeypatch):
+    log = _log(tmp_path)
+    _append(log, "\n".join(_event(i) for i in range(3)) + "\n")
+    with monkeypatch.context() as m:
+        m.setattr(offsets, "save", lambda *_a: None)  # killed before its offsets
+        _copy(tmp_path)
+    [piece] = list((tmp_path / "land").rglob("*.log"))
+    piece.write_bytes(piece.read_bytes()[:30])  # an upload that stopped short under its full name
+    _copy(tmp_path)
+    assert _copied_lines(tmp_path) == [_event(i) for i in range(3)]
+
+
+def test_a_state_saved_on_a_later_local_day_still_finds_a_killed_runs_pieces(tmp_path, monkeypatch):
+    log = _log(tmp_path)
+    _append(log, _event(0) + "\n")
+    _copy(tmp_path)
+    state_file = tmp_path / "ck" / offsets.STATE_FILE
+    saved = json.loads(state_file.read_text())
+    # the state said a day later than the pieces' folders (a clock east of UTC, as the old code wrote it)
+    saved["saved_day"] = "2999-01-02"
+    state_file.write_text(json.dumps(saved))
+    _append(log, _event(1) + "\n")
+    with monkeypatch.context() as m:
+        m.setattr(offsets, "save", lambda *_a: None)
+        _copy(tmp_path)
+    saved["saved_day"] = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
+    state_file.write_text(json.dumps(saved))
+    _copy(tmp_path)
+    assert _copied_lines(tmp_path) == [_event(0), _event(1)]
+
+
 def test_a_missing_root_is_one_line(tmp_path):
     result = _copy(tmp_path, [LogRoot(str(tmp_path / "absent"))])
     assert result.problems == [f"server logs: {tmp_path / 'absent'}: no such folder or .zip archive"]
@@ -152,9 +241,19 @@ def test_timezone_and_command_line_root_are_checked(monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match="config key 'sources.server_logs.timezone' must be an IANA time zone name"):
         load_config("test", writes_lake=False)
     monkeypatch.delenv("AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE")
+    monkeypatch.setenv("AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS", json.dumps([{"path": str(tmp_path)}]))
+    with pytest.raises(
+        ConfigError, match="config key 'sources.server_logs.timezone' is empty: sources.server_logs.roots"
+    ):
+        load_config("test", writes_lake=False)
+    monkeypatch.delenv("AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS")
     cfg = load_config("test", writes_lake=False)
     with pytest.raises(UsageError, match=r"^--server-logs .*absent: no such folder or .zip archive$"):
         with_root(cfg, str(tmp_path / "absent"))
+    with pytest.raises(UsageError, match=r"^--server-logs needs the servers' time zone"):
+        with_root(cfg, str(tmp_path))
+    monkeypatch.setenv("AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE", ZONE)
+    cfg = load_config("test", writes_lake=False)
     assert with_root(cfg, str(tmp_path), "n9").settings.sources.server_logs.roots[-1].node == "n9"
 
 
@@ -167,7 +266,7 @@ NATIVE_WITHOUT_TIME = {
     "sev": "info",
     "req": "-",
     "sess": "-",
-    "site": "Finance",
+    "site": "7C0E6B52-2D3A-4F59-9B1E-5A4D3C2B1A09",
     "user": "-",
     "k": "cepp-canonical-event",
     "v": {"eventType": "hist_login", "actorUserLuid": "0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11"},
@@ -250,5 +349,8 @@ def test_a_log_tree_appended_rotated_and_killed_lands_every_line_once(spark, tmp
     shapes = Counter(r["record_shape"] for r in silver.select("record_shape").collect())
     assert set(shapes) == {"flat", "envelope", "native"}
     native = silver.where("actor_user_luid = '0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11'").first()
-    # the line's local time in Europe/Berlin (summer: UTC+2), its site from the line
-    assert (native["event_time"].isoformat(), native["site_luid"]) == ("2026-06-08T12:03:47.924000", "Finance")
+    # the line's local time in Europe/Berlin (summer: UTC+2), its site the line's LUID in lower case
+    assert (native["event_time"].isoformat(), native["site_luid"]) == (
+        "2026-06-08T12:03:47.924000",
+        "7c0e6b52-2d3a-4f59-9b1e-5a4d3c2b1a09",
+    )

@@ -156,6 +156,12 @@ def validate(
             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
         )
     _check_pull(lookup, fail, origin)
+    if lookup("sources.server_logs.roots") and not lookup("sources.server_logs.timezone"):
+        fail(
+            "sources.server_logs.timezone",
+            f"is empty: sources.server_logs.roots names log roots ({origin('sources.server_logs.roots')}), whose "
+            "native lines carry the servers' local time (set their IANA zone, e.g. Europe/Berlin)",
+        )
     key_name = lookup("analyst.pseudonym_key_env")
     if writes_lake and lookup("analyst.enabled") and len(environ.get(key_name, "")) < MIN_PSEUDONYM_KEY_LENGTH:
         fail(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import zoneinfo
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
@@ -112,12 +113,12 @@ def _iso_time(v: str) -> str | None:
 
 
 def _zone(v: str) -> str | None:
-    import zoneinfo
-
+    if v == "":
+        return None
     try:
         zoneinfo.ZoneInfo(v)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return "must be an IANA time zone name such as Europe/Berlin or UTC"
+        return "must be an IANA time zone name such as Europe/Berlin or UTC, or empty"
     return None
 
 
@@ -225,7 +226,7 @@ class ServerLogRoot(Section):
 
 class ServerLogs(Section):
     roots: list[ServerLogRoot] = key([], "Tableau Server's log roots to copy Activity Log files from ([] = none)")
-    timezone: Zone = key("UTC", "the servers' clock: native log lines carry local time without an offset")
+    timezone: Zone = key("", "the servers' zone (IANA name): native log lines carry local time; needed with roots")
 
 
 class Sources(Section):

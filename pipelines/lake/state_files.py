@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -11,5 +12,8 @@ def write_json_whole(path: Path, value) -> None:
     or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(value, sort_keys=True, indent=1), encoding="utf-8")
+    with open(partial, "w", encoding="utf-8") as f:
+        f.write(json.dumps(value, sort_keys=True, indent=1))
+        f.flush()
+        os.fsync(f.fileno())  # the new content on disk before the rename makes it the file
     partial.replace(path)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from pipelines.activity_log import native_lines
+
 
 def _field(name: str) -> Column:
     """A field of the raw line (a flat record's, an emitter envelope's event's, or a native log line's
@@ -19,9 +21,15 @@ def _field(name: str) -> Column:
 
 
 def event_time() -> Column:
-    """The record's ``eventTime`` as silver types it (NULL when it does not cast: such a row is never
-    expired)."""
-    return _field("eventTime").try_cast("timestamp")
+    """The record's ``eventTime`` as silver types it, or a native log line's local ``ts`` in the zone of
+    its copy (NULL when neither casts: such a row is never expired)."""
+    return F.coalesce(
+        _field("eventTime").try_cast("timestamp"),
+        F.when(
+            F.get_json_object("raw_line", "$.v").isNotNull(),
+            native_lines.utc_time(F.get_json_object("raw_line", "$.ts"), F.col("source_file")),
+        ),
+    )
 
 
 def event_type() -> Column:
@@ -30,8 +38,15 @@ def event_type() -> Column:
 
 
 def site_luid() -> Column:
-    """The record's ``siteLuid`` (a flat record's, or an emitter envelope's event's), lower case."""
-    return F.lower(_field("siteLuid"))
+    """The record's ``siteLuid`` (a flat record's, an emitter envelope's or a native line's event's), lower
+    case; else a native line's ``site`` when it is a LUID (as silver reads it)."""
+    return F.coalesce(
+        F.lower(_field("siteLuid")),
+        F.when(
+            F.get_json_object("raw_line", "$.v").isNotNull(),
+            native_lines.site_luid(F.get_json_object("raw_line", "$.site")),
+        ),
+    )
 
 
 def names_any(values: list[str]) -> Column:

@@ -21,6 +21,7 @@ from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, new_run_id, 
 from pipelines.refresh.preload import modules_for, preload
 from pipelines.refresh.summary import print_summary
 from pipelines.runtime import spark_session
+from pipelines.server_logs.roots import copies_before_spark, copy_server_logs
 
 
 def refresh(
@@ -42,6 +43,8 @@ def refresh(
     with refresh_lock(cfg, wait_seconds=wait, log=log):
         if cfg.settings.pull.on_refresh and "bronze" in layers:  # first, so that bronze finds what it brought
             pull_before_refresh(cfg, log=log)
+        if "bronze" in layers and copies_before_spark(cfg):  # so the check below sees what the copy brought
+            copy_server_logs(cfg, None, log)
         verdict = _what_changed(cfg, layers, source)
         if verdict is not None and verdict.nothing_new and not (force or summary):
             # an idle period gets its digest too, so a missing one shows

@@ -34,8 +34,8 @@ from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
 from pipelines.refresh.recovery import clear_interrupted_creates, clear_killed_checkpoint_writes
 from pipelines.runtime.spark_session import describe_jobs, small_input_below
-from pipelines.server_logs.copy import CopyResult, copy_new_lines
-from pipelines.server_logs.roots import configured_roots
+from pipelines.server_logs.pieces import CopyResult, notes_recorded, pending_notes
+from pipelines.server_logs.roots import configured_roots, copy_server_logs
 from pipelines.writeback import bronze as writeback_bronze
 from pipelines.writeback import silver as writeback_silver
 from pipelines.writeback.source import WritebackSourceError
@@ -240,23 +240,14 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
 
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
-    noted: list = []
     roots = configured_roots(cfg)
-    if roots:  # Tableau Server's log files: their new lines copied into the landing tree, then landed
-        report.server_logs = copy_new_lines(
-            spark,
-            roots,
-            cfg.settings.sources.server_logs.timezone,
-            str(source_dir) if source_dir is not None else cfg.landing_dir,
-            cfg.checkpoint_dir,
-            log=log,
-        )
-        noted = report.server_logs.entries
-        for problem in report.server_logs.problems:
-            log(problem)
+    if roots:  # Tableau Server's log files: their new lines copied into the landing tree, landed below
+        report.server_logs = copy_server_logs(cfg, spark, log)
+    noted = pending_notes(spark, cfg.checkpoint_dir) if roots else []
     report.bronze = land_bronze(
         spark, cfg, report.run_id, source_dir, log=log, full_listing=report.full_listing, noted=noted
     )
+    notes_recorded(spark, cfg.checkpoint_dir, len(noted))
     for result in report.bronze:
         for problem in result.problems:
             log(problem)

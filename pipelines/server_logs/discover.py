@@ -2,7 +2,9 @@
 
 A root is a node's ``logs`` folder (or any folder above the process folders) or a ``tsm maintenance
 ziplogs`` archive, which holds a folder per node. A file counts when its name is
-``<process>-cepp-canonical-events_<anything>.log`` and one of its folders is a process's.
+``<process>-cepp-canonical-events_<anything>.log`` (or a rotated ``….log.1``, ``….log.2026-06-08``)
+and one of its folders is a process's. A folder that cannot be read is a problem line, not an empty
+root.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import BinaryIO
 
 # The processes whose log folders hold Activity Log files.
 PROCESSES = ("backgrounder", "dataserver", "vizportal", "vizqlserver")
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]*-cepp-canonical-events_[^/\\]*\.log$")
+# a rotated file may carry a number or a date after .log: it is the same file (its identity says so)
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]*-cepp-canonical-events_[^/\\]*\.log(\.[0-9][0-9-]*)?$")
 ARCHIVE_SUFFIX = ".zip"
 
 
@@ -66,10 +69,10 @@ def _is_log(name: str) -> bool:
     return bool(_FILE_NAME.match(name))
 
 
-def _in_folder(root: LogRoot) -> Iterator[ServerLog]:
+def _in_folder(root: LogRoot, problems: list[str]) -> Iterator[ServerLog]:
     node = root.node or socket.gethostname()
     base = os.path.abspath(root.path)
-    for folder, dirs, files in os.walk(base):
+    for folder, dirs, files in os.walk(base, onerror=lambda exc: problems.append(f"server logs: {exc}")):
         dirs.sort()
         rel = os.path.relpath(folder, base)
         process = _process_of([] if rel == "." else rel.split(os.sep))
@@ -114,7 +117,7 @@ def find_logs(roots: list[LogRoot]) -> tuple[list[ServerLog], list[str]]:
             except zipfile.BadZipFile as exc:
                 problems.append(f"server logs: {root.path} is not a readable zip archive: {exc}")
         elif os.path.isdir(root.path):
-            logs.extend(_in_folder(root))
+            logs.extend(_in_folder(root, problems))
         else:
             problems.append(f"server logs: {root.path}: no such folder or .zip archive")
     return logs, problems

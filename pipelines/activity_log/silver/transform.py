@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipelines.activity_log import native_lines
 from pipelines.activity_log.bronze.rows import strip_bom
 from pipelines.activity_log.silver.plan import (
     UUID_VALUE_REGEX,
@@ -158,15 +159,12 @@ def classify(bronze_rows: DataFrame, family: str) -> DataFrame:
     # Nine fractional digits (Tableau's emitter) cast too: Spark keeps the microseconds. A native
     # line without the event's own eventTime has its ``ts``: the server's wall clock, read in the
     # zone its copy's folder names (the session's zone is UTC, so the cast keeps the wall clock).
-    server_zone = F.nullif(F.regexp_extract("source_file", r"/tz=([^/]+)/", 1), F.lit(""))
-    local_ts = F.to_utc_timestamp(
-        F.col("_top.ts").try_cast("timestamp"), F.replace(server_zone, F.lit("~"), F.lit("/"))
-    )
+    local_ts = native_lines.utc_time(F.col("_top.ts"), F.col("source_file"))
     rows = rows.withColumn(
         "event_time",
         F.coalesce(
             F.col("_attrs.eventTime").try_cast("timestamp"),
-            F.when(is_native & F.col("_attrs.eventTime").isNull() & server_zone.isNotNull(), local_ts),
+            F.when(is_native & F.col("_attrs.eventTime").isNull(), local_ts),
         ),
     )
     # The record (or its metadata) and its eventType= folder name different types: neither is trusted.
@@ -236,8 +234,9 @@ def _type_events(rows: DataFrame, plan: FamilyPlan, keep: tuple[str, ...] = ()) 
             # native line's) event object can carry the documented attribute of that name.
             raw = f"CASE WHEN record_shape IN ('envelope', 'native') THEN {raw} END"
         elif col.attribute == "siteLuid":
-            # One Server hosts many sites: an event without its siteLuid has its native line's site.
-            raw = f"coalesce({raw}, CASE WHEN record_shape = 'native' THEN nullif(`_top`.`site`, '-') END)"
+            # One Server hosts many sites: an event without its siteLuid has its native line's site (a LUID).
+            site = native_lines.site_luid_sql("`_top`.`site`")
+            raw = f"coalesce({raw}, CASE WHEN record_shape = 'native' THEN {site} END)"
         applies = "TRUE" if col.common else _sql_in(etype, col.event_types)
         if col.common or col.uniform:
             fits = f"try_cast({raw} AS {col.physical_type}) IS NOT NULL"
