@@ -25,6 +25,10 @@ whether it carried a session, its status and what it carried). Error paths: a to
 (``FEATURE_DISABLED``: 403 for the Activity Log), ``snapshots_enabled=False`` (403, an edition without
 them), a site not in ``sites`` (404), and ``fail_next``: ``(op, status, retry_after)`` answered once
 each, in order, to the next calls of ``op`` before they succeed (429 with ``Retry-After``, a 500).
+What a broken server or a proxy in the way answers: ``answer_instead[op] = body``, a 200 with these
+bytes in place of every answer of ``op`` (a truncated body, an HTML page, a sign-in without its
+tenant, a page token that comes back again), and ``unsigned``: paths the signed-address call leaves
+out of its answer.
 
     server = CloudManagerServer.start(root=tree, token_secret="s3cret", sites={luid})
     server.url                                # http://127.0.0.1:<free port>
@@ -94,6 +98,8 @@ class CloudManagerServer:
     snapshots_enabled: bool = True
     refuse: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     fail_next: list[tuple[str, int, float | None]] = field(default_factory=list)
+    answer_instead: dict[str, bytes] = field(default_factory=dict)
+    unsigned: set[str] = field(default_factory=set)
     now: datetime | None = None  # a listing without a range covers the 24 hours before this
     received: list[Received] = field(default_factory=list)
     _sessions: set[str] = field(default_factory=set)
@@ -157,6 +163,8 @@ class CloudManagerServer:
                     headers["Retry-After"] = f"{refused.retry_after:g}"
             except Exception as exc:  # a bug here, or a request it cannot read: say so rather than hang up
                 status, answer = 500, json.dumps({"errorCode": "INTERNAL", "message": repr(exc)}).encode()
+        if status == 200 and record.op in self.answer_instead:
+            answer = self.answer_instead[record.op]
         record.status = status
         handler.send_response(status)
         kind = "application/octet-stream" if record.op == "download" and status == 200 else "application/json"
@@ -275,6 +283,8 @@ class CloudManagerServer:
         for rel in asked:
             if rel not in known:
                 raise _Refused(404, "FILE_NOT_FOUND", f"{rel} is not a file of this scope")
+            if rel in self.unsigned:
+                continue
             token = uuid.uuid4().hex
             self._downloads[token] = rel
             signed.append({"path": rel, "url": f"{self.url}/download/{token}?X-Amz-Signature={uuid.uuid4().hex}"})

@@ -11,6 +11,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -20,8 +21,9 @@ from auditlake_devtools.sample.activity_log.writer import hour_folder, layout_di
 from pipelines import cli
 from pipelines.activity_log import feed
 from pipelines.config.load import load_config
-from pipelines.errors import ConfigError, ExternalError
+from pipelines.errors import ConfigError, ExternalError, InputError
 from pipelines.pull import landing
+from pipelines.pull.api import Answer, CloudManager
 from pipelines.pull.gaps import gap_lines
 from pipelines.pull.run import jobs, pull, pull_before_refresh
 from pipelines.pull.state import PULL_STATE_DIR, STATE_FILE
@@ -231,8 +233,9 @@ def test_a_429_is_retried_after_its_retry_after_and_a_5xx_after_a_growing_wait(t
     first = [r for r in server.of("list") if r.query["startTime"] == FIRST_WINDOWS[0][0]]
     assert [r.status for r in first] == [429, 500, 200]
     assert [r.status for r in server.of("download")] == [503, 200]
-    # Retry-After's seven seconds, then backoff_seconds doubled for the second retry, then the first wait again
-    assert waits == [7.0, 1.0, 0.5]
+    # Retry-After's seven seconds, then backoff_seconds doubled for the second retry, then the first wait
+    # again, each back-off with at most a tenth more of jitter
+    assert waits[0] == 7.0 and 1.0 <= waits[1] <= 1.1 and 0.5 <= waits[2] <= 0.55
     assert landed(tmp_path / "landing") == {p: b for p, b in landed(server.root).items() if "hist_access_view" in p}
 
 
@@ -315,7 +318,7 @@ def test_no_answer_is_retried_then_said_in_one_line(tmp_path, server):
     assert str(failed.value).startswith(
         "pull: Tableau Cloud Manager's sign-in got no answer after 2 retries: http://127.0.0.1:9/api/v1/pat/login: "
     )
-    assert waits == [0.5, 1.0]
+    assert 0.5 <= waits[0] <= 0.55 and 1.0 <= waits[1] <= 1.1
 
 
 def test_pull_without_an_address_or_a_token_says_which_key(tmp_path, server):
@@ -585,3 +588,246 @@ def test_entity_snapshots_are_pulled_per_site_as_parquet_with_their_own_gaps(tmp
     # a list of entity types asks for each one
     one = load_config("test", environ=environ | {"AUDITLAKE__PULL__ENTITY_TYPES": '["users"]'})
     assert [(j.resource, j.kind) for j in jobs(one)] == [("activitylog", "hist_login"), ("snapshots", "users")]
+
+
+# --- what a broken answer, a stopped pull or a full disk must not do ---------------------------------
+
+
+def listing_url(server, start: str, end: str, event_type: str, page_size: int = 1) -> str:
+    query = {"startTime": start, "endTime": end, "pageSize": page_size, "eventType": event_type}
+    return f"{server.url}/api/v1/tenants/{TENANT}/sites/{SITE}/activitylog?{urlencode(query)}"
+
+
+NOT_A_LISTING = {
+    "a proxy's page": b"<html><body>502 Bad Gateway</body></html>",
+    "a truncated body": b'{"files": [{"path": "pod=',
+    "a list": b"[]",
+    "no files list": b'{"pageToken": null}',
+}
+
+
+@pytest.mark.parametrize("case", NOT_A_LISTING)
+def test_a_listing_answered_200_without_a_files_list_fails_and_the_watermark_stays(case, tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    dest = tmp_path / "landing"
+    pull(cfg, dest=dest, now=NOW, log=quiet)
+    key = f"site={SITE}|activitylog|hist_login"
+    server.answer_instead = {"list": NOT_A_LISTING[case]}
+    later = NOW + timedelta(hours=2)
+
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, dest=dest, now=later, log=quiet)
+
+    url = listing_url(server, iso(NOW - timedelta(hours=2)), iso(later), "hist_login")
+    assert str(failed.value) == (
+        f"pull: Tableau Cloud Manager's activitylog listing {url} answered HTTP 200 without a JSON object "
+        f"holding a files list: {NOT_A_LISTING[case].decode()!r}"
+    )
+    assert state(cfg)["watermarks"][key] == iso(NOW)
+
+
+def test_an_unexpected_body_is_quoted_in_its_first_hundred_characters(tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    server.answer_instead = {"list": b"<html>" + b"x" * 200}
+    with pytest.raises(ExternalError, match=r": '<html>x{94}' \.\.\.$"):
+        pull(cfg, dest=tmp_path / "landing", now=NOW, log=quiet)
+
+
+def test_a_page_token_answered_again_stops_the_paging_in_one_line(tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    server.answer_instead = {"list": b'{"files": [], "pageToken": "p0"}'}
+    listed = server._list
+
+    def list_a_few_times(r, site, resource):
+        if len(server.of("list")) > 5:  # a pull that follows the token for ever fails here, not in a hang
+            server.refuse = {"list": (400, "LOOP", "the same page asked for too often")}
+        return listed(r, site, resource)
+
+    server._list = list_a_few_times
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, dest=tmp_path / "landing", now=NOW, sleep=lambda _s: None, log=quiet)
+    url = listing_url(server, *FIRST_WINDOWS[0], "hist_login") + "&pageToken=p0"
+    assert str(failed.value) == (
+        f"pull: Tableau Cloud Manager's activitylog listing {url} answered pageToken 'p0' a second time: "
+        "paging stopped; run the pull again later"
+    )
+    assert len(server.of("list")) == 2
+
+
+def test_a_sign_in_without_a_tenant_id_is_one_line(tmp_path, server):
+    cfg, _ = config(tmp_path, server)
+    server.answer_instead = {"signin": b'{"sessionToken": "s3ss10n"}'}
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, now=NOW, log=quiet)
+    assert str(failed.value) == (
+        'pull: Tableau Cloud Manager\'s sign-in answered no tenantId: \'{"sessionToken": "s3ss10n"}\''
+    )
+    assert server.of("list") == []
+
+
+def test_a_retry_after_beyond_the_cap_fails_in_one_line_instead_of_sleeping(tmp_path, server):
+    cfg, environ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    server.fail_next = [("list", 429, 86400)]
+    waits = []
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, now=NOW, sleep=waits.append, log=quiet)
+    assert str(failed.value) == (
+        f"pull: {server.url}/api/v1/tenants/{TENANT}/sites/{SITE}/activitylog answered HTTP 429 with Retry-After "
+        "86400 seconds, more than pull.max_retry_after_seconds (300): run the pull again later"
+    )
+    assert waits == []
+    with pytest.raises(ConfigError, match=r"'pull\.max_retry_after_seconds' .*must be between 1 and 3600, got 0"):
+        load_config("test", environ=environ | {"AUDITLAKE__PULL__MAX_RETRY_AFTER_SECONDS": "0"})
+
+
+def test_the_back_off_doubles_with_up_to_a_tenth_of_jitter():
+    client = CloudManager("http://127.0.0.1:9", "n", "s", "V", backoff_seconds=1.0, jitter=lambda: 1.0)
+    assert [client._wait(Answer(503, b""), attempt, "u") for attempt in range(3)] == pytest.approx([1.1, 2.2, 4.4])
+    client.jitter = lambda: 0.0
+    assert [client._wait(Answer(503, b""), attempt, "u") for attempt in range(3)] == [1.0, 2.0, 4.0]
+
+
+def test_an_overlap_under_an_hour_is_refused_at_config_load(tmp_path, server):
+    _, environ = config(tmp_path, server)
+    with pytest.raises(ConfigError, match=r"'pull\.overlap_minutes' .*must be at least 60, got 30"):
+        load_config("test", environ=environ | {"AUDITLAKE__PULL__OVERLAP_MINUTES": "30"})
+
+
+class Killed(BaseException):
+    """A kill between two windows (nothing catches it, as nothing catches SIGKILL)."""
+
+
+def test_a_pull_stopped_after_a_window_keeps_that_window_s_delivery_gaps_with_its_watermark(tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=list(SITE_TYPES), tenant_events=False)
+    key = f"site={SITE}|activitylog"
+
+    def killed_after_the_first_window(line: str) -> None:
+        if f" {FIRST_WINDOWS[0][0]} to {FIRST_WINDOWS[0][1]}: " in line:
+            raise Killed
+
+    with pytest.raises(Killed):
+        pull(cfg, dest=tmp_path / "landing", now=NOW, log=killed_after_the_first_window)
+    # the first window's watermarks and the hours its listings showed, written together
+    kept = state(cfg)
+    assert kept["last_file_hour"] == {key: "2026-06-01T11:00Z"}
+    first_gap = {"key": key, "first_hour": "2026-06-01T06:00Z", "last_hour": "2026-06-01T09:00Z", "hours": 4}
+    assert kept["gaps"] == [first_gap]
+    # both types' listings of the window were in: the key's hours came whole
+    assert kept["watermarks"] == {f"site={SITE}|activitylog|{t}": FIRST_WINDOWS[0][1] for t in SITE_TYPES}
+
+    pull(cfg, dest=tmp_path / "landing", now=NOW, log=quiet)
+    # the same gaps as a pull never stopped (test_hours_without_a_file_are_recorded_as_delivery_gaps...)
+    assert state(cfg)["gaps"] == [
+        first_gap,
+        {"key": key, "first_hour": "2026-06-01T12:00Z", "last_hour": "2026-06-02T04:00Z", "hours": 17},
+    ]
+    assert state(cfg)["last_file_hour"] == {key: "2026-06-02T05:00Z"}
+
+
+def test_signed_addresses_are_asked_for_a_batch_at_a_time_right_before_its_downloads(tmp_path, server, monkeypatch):
+    monkeypatch.setattr("pipelines.pull.run.PRESIGN_BATCH", 1, raising=False)
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False, page_size=100)
+    pull(cfg, dest=tmp_path / "landing", now=NOW, log=quiet)
+    ops = [r.op for r in server.received if r.op in ("presign", "download")]
+    assert ops == ["presign", "download"] * 4  # the site's four sign-in files, none asked for long before
+    assert all(len(r.details["files"]) == 1 for r in server.of("presign"))
+
+
+def test_a_file_given_no_download_address_is_named_and_its_window_asked_for_again(tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=list(SITE_TYPES), tenant_events=False)
+    dest = tmp_path / "landing"
+    pull(cfg, dest=dest, now=NOW, log=quiet)
+    new = api_path("site", "2026-06-02T07:00", "hist_login")
+    put(server.root, new, [{"eventType": "hist_login", "eventTime": "2026-06-02T06:59:00Z"}])
+    server.unsigned = {new}
+    later, lines = NOW + timedelta(hours=2), []
+
+    report = pull(cfg, dest=dest, now=later, log=lines.append)
+
+    assert (
+        f"pull: site {SITE} activitylog eventType=hist_login {iso(NOW - timedelta(hours=2))} to {iso(later)}: "
+        f"Tableau Cloud Manager gave no download address for 1 file, not fetched: {new}; the watermark stays at "
+        f"{iso(NOW)}, so the next pull asks again"
+    ) in lines
+    assert report.unsigned_paths == [new] and new not in landed(dest)
+    assert lines[-1].startswith("pull: 2 files listed, 0 written (0 bytes), 1 already in ")
+    assert ", 1 given no download address (asked for again by the next pull)" in lines[-1]
+    # the other type's watermark moves; this one's stays before the file it could not fetch
+    assert state(cfg)["watermarks"] == {
+        f"site={SITE}|activitylog|hist_login": iso(NOW),
+        f"site={SITE}|activitylog|hist_access_view": iso(later),
+    }
+
+    server.unsigned = set()
+    pull(cfg, dest=dest, now=later, log=quiet)
+    assert landed(dest)[new] == (server.root / new).read_bytes()
+    assert state(cfg)["watermarks"][f"site={SITE}|activitylog|hist_login"] == iso(later)
+
+
+def test_partial_files_a_killed_pull_left_are_removed_at_the_next_pull(tmp_path, server):
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    dest = tmp_path / "landing"
+    folder = (dest / api_path("site", "2026-06-01T10:00", "hist_login")).parent
+    folder.mkdir(parents=True)
+    stale = folder / ".part-00000.json.4242.partial"
+    stale.write_bytes(b"half a f")
+    others = [folder / ".keep", folder / "notes.partial", folder / ".part-00001.json.partial"]
+    for other in others:
+        other.write_bytes(b"")
+    lines = []
+
+    pull(cfg, dest=dest, now=NOW, log=lines.append)
+
+    assert not stale.exists() and all(other.exists() for other in others)
+    assert lines[0] == f"pull: removed 1 partial file a stopped pull left in {dest}"
+
+
+def test_a_corrupt_state_file_is_one_line_saying_what_to_do_and_the_refresh_goes_on(tmp_path, server):
+    cfg, _ = config(tmp_path, server)
+    path = Path(cfg.checkpoint_dir) / PULL_STATE_DIR / STATE_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text('{"watermarks": {', encoding="utf-8")
+    message = (
+        f"pull: {path} is not a pull state file (Expecting property name enclosed in double quotes: line 1 column "
+        "17 (char 16)): move it aside and pull again (the watermarks start over from pull.lookback_days; files "
+        "already in the landing tree are not fetched again)"
+    )
+    with pytest.raises(InputError) as failed:
+        pull(cfg, now=NOW, log=quiet)
+    assert str(failed.value) == message
+    lines = []
+    assert pull_before_refresh(cfg, log=lines.append) is None
+    assert lines == [f"refresh: the pull failed, the refresh goes on without it: {message}"]
+    assert gap_lines(cfg, now=NOW) == [message]  # the feed's report says it too, and goes on
+
+    path.write_text('{"watermarks": {"site=x|activitylog|*": "yesterday"}}', encoding="utf-8")
+    with pytest.raises(InputError, match=r"is not a pull state file \(Invalid isoformat string: 'yesterday'\)"):
+        pull(cfg, now=NOW, log=quiet)
+
+
+def test_a_full_disk_is_one_line_and_the_refresh_goes_on(tmp_path, server, monkeypatch):
+    cfg, _ = config(tmp_path, server, event_types=["hist_login"], tenant_events=False)
+    dest = Path(cfg.landing_dir)
+    full = dest / api_path("site", "2026-06-01T10:00", "hist_login")
+
+    def disk_full(path, _data):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(landing, "write_whole", disk_full)
+    with pytest.raises(ExternalError) as failed:
+        pull(cfg, now=NOW, log=quiet)
+    assert str(failed.value) == f"pull: {full}: No space left on device (the watermarks keep what was written)"
+
+    # a refresh's pull runs now: nothing to download, but the state file is written
+    path = Path(cfg.checkpoint_dir) / PULL_STATE_DIR / STATE_FILE
+
+    def state_disk_full(_folder, _state):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr("pipelines.pull.run.write_state", state_disk_full)
+    lines = []
+    assert pull_before_refresh(cfg, log=lines.append) is None
+    assert lines == [
+        f"refresh: the pull failed, the refresh goes on without it: pull: {path}: No space left on device (the "
+        "watermarks keep what was written)"
+    ]

@@ -511,11 +511,14 @@ class Pull(Section):
     token_secret_env: EnvName = key("AUDITLAKE_TCM_TOKEN", "NAME of the variable holding the token's secret")
     lookback_days: Whole(1, 365) = key(14, "a first pull of the Activity Log reaches this far back")
     snapshot_lookback_hours: Whole(1, 168) = key(4, "a first pull of the snapshots reaches this far back")
-    overlap_minutes: Whole(0) = key(60, "each pull asks again for this much before its watermark")
+    overlap_minutes: Whole(60) = key(
+        60, "each pull asks again for this much before its watermark (an hour at least: the API's hour folders)"
+    )
     max_window_hours: Whole(1, 168) = key(168, "one request's time range at most (the API's limit)")
     page_size: Whole(1, 1000) = key(100, "files per listing page")
     max_retries: Whole(0, 20) = key(5, "retries of a request answered 429 or 5xx")
     backoff_seconds: Number(0, 600) = key(1.0, "the wait before a first retry without Retry-After, doubled each time")
+    max_retry_after_seconds: Whole(1, 3600) = key(300, "a longer Retry-After fails the pull instead of waiting")
     timeout_seconds: Whole(1, 600) = key(60, "per request")
     gap_hours: Whole(1) = key(24, "this many hours in a row with no file from a site: a delivery gap")
     on_refresh: bool = key(False, "`auditlake refresh` pulls first (a failed pull does not stop it)")

@@ -13,14 +13,18 @@ The calls are those of Tableau's own extractor (``tableau/tabcloud_platform_data
 - ``POST`` on the same address with ``{"files": [paths]}`` -> ``{"files": [{"path", "url"}]}``;
 - ``GET <url>``: the file's bytes (a signed address: no session header).
 
-A 429 or 5xx answer is retried after ``Retry-After`` when the server gives one, else after a wait
-doubled each time; a 401 after sign-in signs in again once (a session can expire mid-pull). Any
-other refusal is a ``PullRefused`` whose one line says what to do.
+A 429 or 5xx answer is retried after ``Retry-After`` when the server gives one (a longer wait than
+``pull.max_retry_after_seconds`` fails instead: a pull holds its lock while it sleeps), else after a
+wait doubled each time with a little jitter; a 401 after sign-in signs in again once (a session can
+expire mid-pull). Any other refusal is a ``PullRefused`` whose one line says what to do. A 200 whose
+body is not what the call returns (a truncated body, a proxy's page) is an error too, never read as
+an empty answer: an empty listing would move the watermark past files never seen.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +44,10 @@ ACTIVITY_LOG, SNAPSHOTS = "activitylog", "snapshots"
 TYPE_PARAMETER = {ACTIVITY_LOG: "eventType", SNAPSHOTS: "entityType"}
 # signed addresses asked for at once (the extractor's batch)
 PRESIGN_BATCH = 100
+# the back-off's random share, so that pulls failed together do not retry together
+JITTER = 0.1
+# how much of an unexpected body an error line quotes
+QUOTED = 100
 
 
 class PullRefused(ExternalError):
@@ -62,6 +70,26 @@ class Answer:
         return value if isinstance(value, dict) else {}
 
 
+def _quoted(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace")
+    return repr(text[:QUOTED]) + (" ..." if len(text) > QUOTED else "")
+
+
+def _files_of(answer: Answer, what: str, url: str) -> list[dict]:
+    """The ``files`` list of a 200 answer, each entry an object; anything else is a one-line error."""
+    try:
+        body = json.loads(answer.body)
+    except ValueError:
+        body = None
+    files = body.get("files") if isinstance(body, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise ExternalError(
+            f"pull: Tableau Cloud Manager's {what} {url} answered HTTP 200 without a JSON object holding a "
+            f"files list: {_quoted(answer.body)}"
+        )
+    return files
+
+
 def _tableau_says(answer: Answer) -> str:
     """The error body's message (TCM answers ``{"errorCode", "message"}``), for the end of a line."""
     body = answer.json()
@@ -80,7 +108,9 @@ class CloudManager:
     timeout: float = 60.0
     max_retries: int = 5
     backoff_seconds: float = 1.0
+    max_retry_after: float = 300.0
     sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
     session: str = ""
     tenant_id: str = ""
 
@@ -99,9 +129,12 @@ class CloudManager:
             )
         self._refuse_unless_ok(answer, "sign-in")
         body = answer.json()
-        if not body.get("sessionToken"):
-            raise ExternalError("pull: Tableau Cloud Manager's sign-in answered no sessionToken")
-        self.session, self.tenant_id = body["sessionToken"], str(body.get("tenantId") or "")
+        missing = [k for k in ("sessionToken", "tenantId") if not body.get(k)]
+        if missing:
+            raise ExternalError(
+                f"pull: Tableau Cloud Manager's sign-in answered no {' and no '.join(missing)}: {_quoted(answer.body)}"
+            )
+        self.session, self.tenant_id = body["sessionToken"], str(body["tenantId"])
         return self.tenant_id
 
     def list_files(
@@ -109,20 +142,29 @@ class CloudManager:
     ) -> Iterator[list[str]]:
         """Each page's file paths of one (scope, type, window) listing, pages followed to the end."""
         address = self._address(resource, tenant_id, site)
-        page_token = None
+        page_token, tokens_seen = None, set()
         while True:
             query = {"startTime": start, "endTime": end, "pageSize": page_size}
             if kind is not None:
                 query[TYPE_PARAMETER[resource]] = kind
             if page_token:
                 query["pageToken"] = page_token
-            answer = self._request("GET", f"{address}?{urlencode(query)}")
+            url = f"{address}?{urlencode(query)}"
+            answer = self._request("GET", url)
             self._refuse_unless_ok(answer, resource, site)
-            body = answer.json()
-            yield [f["path"] for f in body.get("files") or [] if f.get("path")]
-            page_token = body.get("pageToken")
+            files = _files_of(answer, f"{resource} listing", url)
+            yield [f["path"] for f in files if f.get("path")]
+            page_token = answer.json().get("pageToken")
+            page_token = str(page_token) if page_token else None
             if not page_token:
                 return
+            if page_token in tokens_seen:
+                # the same page again: following it would never end
+                raise ExternalError(
+                    f"pull: Tableau Cloud Manager's {resource} listing {url} answered pageToken "
+                    f"{page_token!r} a second time: paging stopped; run the pull again later"
+                )
+            tokens_seen.add(page_token)
 
     def signed_urls(self, resource: str, tenant_id: str, site: str | None, paths: list[str]) -> dict[str, str]:
         """path -> its signed download address, asked for in batches."""
@@ -130,7 +172,8 @@ class CloudManager:
         for i in range(0, len(paths), PRESIGN_BATCH):
             answer = self._request("POST", address, {"files": paths[i : i + PRESIGN_BATCH]})
             self._refuse_unless_ok(answer, resource, site)
-            urls |= {f["path"]: f["url"] for f in answer.json().get("files") or [] if f.get("path") and f.get("url")}
+            files = _files_of(answer, "signed addresses", address)
+            urls |= {f["path"]: f["url"] for f in files if f.get("path") and f.get("url")}
         return urls
 
     def download(self, url: str) -> bytes:
@@ -189,15 +232,21 @@ class CloudManager:
                 answer = self._once(method, url, payload, True)
             if answer.status not in RETRIED or attempt == self.max_retries:
                 return answer
-            self.sleep(self._wait(answer, attempt))
+            self.sleep(self._wait(answer, attempt, url))
         return answer
 
-    def _wait(self, answer: Answer, attempt: int) -> float:
+    def _wait(self, answer: Answer, attempt: int, url: str) -> float:
         given = answer.headers.get("Retry-After") if answer.headers else None
         try:
-            return max(0.0, float(given))
+            wait = max(0.0, float(given))
         except (TypeError, ValueError):
-            return self.backoff_seconds * 2**attempt
+            return self.backoff_seconds * 2**attempt * (1 + JITTER * self.jitter())
+        if wait > self.max_retry_after:
+            raise ExternalError(
+                f"pull: {url.split('?')[0]} answered HTTP {answer.status} with Retry-After {wait:g} seconds, "
+                f"more than pull.max_retry_after_seconds ({self.max_retry_after:g}): run the pull again later"
+            )
+        return wait
 
     def _once(self, method: str, url: str, payload: dict | None, with_session: bool) -> Answer:
         headers = {"Accept": "application/json"}
@@ -208,7 +257,11 @@ class CloudManager:
         if with_session:
             headers[SESSION_HEADER] = self.session
         try:
-            with urlopen(Request(url, data=data, headers=headers, method=method), timeout=self.timeout) as response:
+            request = Request(url, data=data, headers=headers, method=method)
+        except ValueError:
+            raise ExternalError(f"pull: Tableau Cloud Manager gave {url[:QUOTED]!r}, which is not an address") from None
+        try:
+            with urlopen(request, timeout=self.timeout) as response:
                 return Answer(response.status, response.read(), response.headers)
         except HTTPError as exc:
             return Answer(exc.code, exc.read() or b"", exc.headers)

@@ -9,14 +9,14 @@ key with no file since that long before the pull is an open gap. The feed's repo
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.config.load import Config
+from pipelines.errors import InputError, one_line
 from pipelines.lake.storage import local_path
-from pipelines.pull.state import PULL_STATE_DIR, STATE_FILE
+from pipelines.pull.state import PULL_STATE_DIR, read_state
 
 HOUR = timedelta(hours=1)
 _PATH_HOUR = re.compile(r"(?:^|/)y=(\d{4})/m=(\d{1,2})/d=(\d{1,2})/h=(\d{1,2})/")
@@ -101,10 +101,12 @@ def describe(key: str) -> str:
 def gap_lines(cfg: Config, now: datetime | None = None) -> list[str]:
     """One line per delivery gap the pulls recorded within ``feed.report_days``, open ones first."""
     folder = local_path(cfg.checkpoint_dir)
-    path = Path(folder) / PULL_STATE_DIR / STATE_FILE if folder else None
-    if path is None or not path.exists():
+    if folder is None:
         return []
-    state = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        state = read_state(Path(folder) / PULL_STATE_DIR)
+    except InputError as exc:  # the report goes on; the pull itself refuses the file and says what to do
+        return [one_line(exc)]
     cut = hour_text((now or datetime.now(UTC)) - timedelta(days=cfg.settings.feed.report_days))
     lines = []
     for gap in state.get("open_gaps", []):

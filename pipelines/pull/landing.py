@@ -1,10 +1,12 @@
 """Pulled files into the landing tree at the API's own (date-first) path, whole or not at all: written to
 a hidden temporary file beside the final one, then renamed over it. Bronze skips hidden files, so a
-listing during the write sees the file entire or not yet; a kill leaves no half file under its name."""
+listing during the write sees the file entire or not yet; a kill leaves no half file under its name,
+only the hidden temporary one, which the next pull removes (bronze would ledger it on every listing)."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path, PurePosixPath
 
 from pipelines.activity_log import DATE_FIRST
@@ -34,13 +36,30 @@ def fits(api_path: str, site: str | None, resource: str, kind: str | None) -> Pa
     return info if kind in (None, info.event_type) else None
 
 
+# write_whole's temporary names: .<file name>.<pid>.partial
+_PARTIAL = re.compile(r"\..+\.\d+\.partial")
+
+
+def remove_partials(dest: Path) -> list[Path]:
+    """Remove the temporary files a killed pull left under ``dest`` (run under the pull's lock: no
+    write of another pull is under way); -> those removed."""
+    removed = []
+    for folder, _dirs, names in os.walk(dest):
+        for name in names:
+            if _PARTIAL.fullmatch(name):
+                path = Path(folder) / name
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
 def write_whole(path: Path, data: bytes) -> bool:
     """``data`` at ``path`` through a renamed temporary file; False (nothing written) when the file is
     there already with these bytes."""
     if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # as _PARTIAL finds them
     try:
         with open(partial, "wb") as handle:
             handle.write(data)

@@ -9,10 +9,11 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from pipelines.config.load import Config
-from pipelines.errors import BusyError, ConfigError
+from pipelines.errors import BusyError, ConfigError, InputError
 from pipelines.lake.state_files import write_json_whole
 from pipelines.lake.storage import local_path
 
@@ -20,6 +21,7 @@ from pipelines.lake.storage import local_path
 PULL_STATE_DIR = "pull"
 STATE_FILE = "state.json"
 LOCK_FILE = "pull.lock"
+GAP_FIELDS = {"key", "first_hour", "last_hour", "hours"}
 
 
 def state_dir(cfg: Config) -> Path:
@@ -41,7 +43,30 @@ def read_state(folder: Path) -> dict:
     path = folder / STATE_FILE
     if not path.exists():
         return empty_state()
-    return empty_state() | json.loads(path.read_text(encoding="utf-8"))
+    try:
+        state = empty_state() | json.loads(path.read_text(encoding="utf-8"))
+        _check_state(state)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"pull: {path} is not a pull state file ({exc}): move it aside and pull again (the watermarks start "
+            "over from pull.lookback_days; files already in the landing tree are not fetched again)"
+        ) from None
+    return state
+
+
+def _check_state(state: dict) -> None:
+    """Raise ValueError unless every time the pull parses later parses (a half-edited file fails here,
+    in one line, rather than mid-pull)."""
+    for part in ("watermarks", "last_file_hour"):
+        if not isinstance(state[part], dict):
+            raise ValueError(f"{part} is not an object")
+        for text in state[part].values():
+            datetime.fromisoformat(text.replace("Z", "+00:00"))
+    for part in ("gaps", "open_gaps"):
+        if not isinstance(state[part], list) or not all(
+            isinstance(g, dict) and GAP_FIELDS <= g.keys() for g in state[part]
+        ):
+            raise ValueError(f"{part} is not a list of gaps")
 
 
 def write_state(folder: Path, state: dict) -> None:
