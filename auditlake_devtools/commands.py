@@ -149,7 +149,8 @@ def register(sub) -> None:
         "--live-feed",
         action="store_true",
         help="also what the live feed carries beyond the bundled references (eventOutcome, "
-        "eventProcessedTime, vizql_http_request, bridge_job)",
+        "eventProcessedTime, serviceName, vizql_http_request, bridge_job, login_authentication, "
+        "add_delete_group_to_group_set)",
     )
     p.add_argument(
         "--security-stories",

@@ -23,7 +23,8 @@ from pipelines.lake.table_names import tables
 from pipelines.refresh import run_refresh
 from tests.lake import variant_environ
 
-LIVE_TYPES = ("vizql_http_request", "bridge_job")
+# the extractor's types, then those of Tableau's current help pages
+LIVE_TYPES = ("vizql_http_request", "bridge_job", "add_delete_group_to_group_set", "login_authentication")
 pytestmark = pytest.mark.spark
 
 
@@ -93,6 +94,15 @@ def test_rows_quarantined_as_unknown_reach_silver_once_the_registry_learns_their
     silver = spark.table(t.silver_events("site")).where(F.col("event_type").isin(*LIVE_TYPES))
     assert silver.select("bronze_id").distinct().count() == silver.count()
     assert silver.where("event_type = 'vizql_http_request' AND ip_address IS NOT NULL").count() > 0
+    # typed by the registry that learnt them: the group set's LUID lower-cased like every LUID, its id a number
+    group_sets = silver.where("event_type = 'add_delete_group_to_group_set'")
+    assert group_sets.count() > 0 and dict(group_sets.dtypes)["group_set_id"] == "bigint"
+    assert group_sets.where("group_set_luid = lower(group_set_luid) AND group_set_id > 0").count() == group_sets.count()
+    assert group_sets.where("group_set_operation IN ('add', 'delete') AND group_luid IS NOT NULL").count() > 0
+    sign_ins = silver.where("event_type = 'login_authentication'")
+    outcomes = {r[0] for r in sign_ins.select("event_outcome").distinct().collect()}
+    assert "success" in outcomes and outcomes <= {"success", "unauthorized", "client_error", "internal_error"}
+    assert sign_ins.where("_rescued_data IS NOT NULL").count() == 0
     reconciled = reconcile_family(spark, cfg, "site")
     assert reconciled.balanced and reconciled.pending == 0, reconciled
 
@@ -114,7 +124,16 @@ def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, live
     assert set(LIVE_TYPES) <= set(summary["event_types"])
     run_refresh(spark, cfg, ["bronze", "silver"], log=lambda _m: None)
     # the marts the live-feed types reach, and the models they read (a whole gold build is the gold tests')
-    run_dbt(spark, cfg, ["run", "--quiet", "--select", "+fct_content_access +fct_background_jobs +fct_logins"])
+    run_dbt(
+        spark,
+        cfg,
+        [
+            "run",
+            "--quiet",
+            "--select",
+            "+fct_content_access +fct_background_jobs +rpt_failed_login_bursts +fct_group_membership_changes",
+        ],
+    )
     t = tables(cfg)
 
     site = spark.table(t.silver_events("site"))
@@ -146,6 +165,22 @@ def test_a_live_feed_delivery_lands_typed_in_silver_and_reaches_gold(spark, live
     assert hits.count() == access.count() == requests.count() > 0
     assert spark.table(t.gold("fct_background_jobs")).where("runner = 'bridge' AND bridge_job_id IS NOT NULL").count()
     logins = spark.table(t.gold("fct_logins")).where("family = 'site'")
-    assert logins.where("outcome = 'success'").count() == logins.count() > 0
+    recorded = logins.where("event_type <> 'login_authentication'")  # the references' sign-ins: successes only
+    assert recorded.where("outcome = 'success'").count() == recorded.count() > 0
     assert logins.where("outcome_reason IS NOT NULL").count() > 0  # eventOutcomeReason, where the record has it
+    # login_authentication: every sign-in attempt, a failure where its eventOutcome is not success
+    attempts = logins.where("event_type = 'login_authentication'").join(
+        spark.table(t.silver_events("site")).select("event_id", "event_outcome"), "event_id"
+    )
+    assert attempts.where("outcome = 'failure'").count() > 0
+    assert attempts.where("(event_outcome = 'success') <> (outcome = 'success')").count() == 0
+    # the site's failed sign-ins make a burst for their user, as Cloud Manager's do
+    bursts = spark.table(t.gold("rpt_failed_login_bursts")).where("key_type = 'user'")
+    site_users = {r[0] for r in attempts.where("outcome = 'failure'").select("user_luid").distinct().collect()}
+    assert {r[0] for r in bursts.select("key_value").collect()} & site_users
+    memberships = spark.table(t.gold("fct_group_membership_changes"))
+    group_sets = memberships.where("membership_of = 'group_set'")
+    assert group_sets.count() == spark.table(t.event_view("add_delete_group_to_group_set")).count() > 0
+    assert group_sets.where("group_set_luid IS NULL OR user_luid IS NOT NULL OR change = 'other'").count() == 0
+    assert memberships.where("membership_of = 'group' AND user_luid IS NOT NULL").count() > 0
     assert all(r.balanced for r in (reconcile_family(spark, cfg, f) for f in ("site", "tenant")) if r)

@@ -30,13 +30,14 @@ LAYOUT = re.compile(
     r"part-[^/]+\.zstd\.parquet"
 )
 # The rows of each mart that no class exports, and why (docs/ocsf.md): no grantee, no user identified
-# (legacy-edition sign-ins carry only an integer user id), or exported from fct_user_lifecycle already.
+# (legacy-edition sign-ins carry only an integer user id; a group joining a group set adds no user), or
+# exported from fct_user_lifecycle already.
 UNMAPPED = {
     "fct_logins": "coalesce(user_luid, tenant_user_id) IS NULL",
     "fct_user_lifecycle": "coalesce(user_luid, tenant_user_id) IS NULL",
     "fct_permission_changes": "grantee_type IS NULL",
     "fct_tenant_security_changes": "false",  # its role changes: the same events as fct_user_lifecycle's
-    "fct_group_membership_changes": "false",
+    "fct_group_membership_changes": "membership_of = 'group_set'",
     "fct_content_access": "false",
 }
 

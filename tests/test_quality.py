@@ -250,6 +250,34 @@ def test_warning_is_reported_not_blocking(spark, clean_lake, gate):
     assert luid and not luid[0].success and luid[0].severity == "warning"
 
 
+def test_an_undocumented_event_outcome_is_reported_as_a_warning_not_stopped(spark, clean_lake):
+    """eventOutcome's documented values (the registry's, from the help pages): another is told, and the
+    batch goes on."""
+    cfg, _ = clean_lake
+    said: list[str] = []
+    gate = QualityGate(spark, cfg, log=said.append)
+    events = _events(spark, cfg)
+    odd = events.select("event_id").first()[0]
+    events = events.withColumn(
+        "event_outcome",
+        F.when(F.col("event_id") == odd, F.lit("denied")).otherwise(F.lit("success")),
+    )
+    outcomes = gate.validate(
+        "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events), "w"
+    )
+    (outcome,) = [o for o in outcomes if o.key == "documented_values"]
+    assert (outcome.success, outcome.severity, outcome.column) == (False, "warning", "event_outcome")
+    row = events.where(F.col("event_id") == odd).first()
+    # the offending row as the gate shows it: the identifying columns, text cut at 120 characters
+    shown = ("event_id", "event_type", "event_time", "bronze_id", "source_file")
+    context = {"event_outcome": "denied"} | {c: str(row[c])[:120] for c in shown}
+    assert said == [
+        "quality warning: suite silver_events_site, expectation documented_values "
+        "[expect_column_values_to_be_in_set(event_outcome)]: 1 of 50 rows unexpected; "
+        f'sample of offending values: ["denied"]; sample of offending rows: {json.dumps([context])}'
+    ]
+
+
 def test_a_file_landed_twice_stops_the_batch(spark, clean_lake):
     """The bronze rows check, on the batch as silver staged it, counts each file's landings: by two runs
     within the batch, or in the file ledger (an earlier run's verdict)."""

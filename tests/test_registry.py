@@ -28,11 +28,12 @@ def test_committed_registry_is_what_the_references_give():
 def test_counts_per_family_and_edition():
     site = event_specs("site")
     tenant = event_specs("tenant")
-    assert len(site) == 211  # 209 from the references, 2 from the live-feed additions
+    assert len(site) == 213  # 209 from the references, 4 from the live-feed additions
     assert sum("legacy" in s.editions for s in site) == 55
-    assert sum("live_feed" in s.editions for s in site) == 2
+    assert sum("live_feed" in s.editions for s in site) == 4
     assert len(tenant) == 35
-    assert len(common_attributes("site")) == 12  # 9 + eventOutcome, eventOutcomeReason, eventProcessedTime
+    # 9 + eventOutcome, eventOutcomeReason, eventProcessedTime, serviceName
+    assert len(common_attributes("site")) == 13
     assert len(common_attributes("tenant")) == 19
 
 
@@ -81,10 +82,36 @@ def test_nameless_email_rows_are_repaired():
 
 
 def test_legacy_only_attributes_are_kept():
-    legacy = {a.name: a for a in event_spec("site", "add_delete_user_to_group").attributes}
-    for name in ("impersonatedUserId", "serviceName", "traceUuid"):
+    spec = event_spec("site", "add_delete_user_to_group")
+    legacy = {a.name: a for a in spec.attributes}
+    for name in ("impersonatedUserId", "traceUuid"):
         assert legacy[name].editions == ("legacy",)
     assert set(legacy["isError"].editions) == {"current", "legacy"}
+    # serviceName is common now (the help pages' Server edition); its legacy records still carry it
+    assert "serviceName" not in legacy and "serviceName" in spec.legacy_common
+
+
+def test_the_help_pages_newer_types_and_values_are_recorded_as_live_feed_additions():
+    registry = load_registry()
+    assert registry["sources"]["live_feed"] == "live_feed_additions.yaml"
+    group_sets = event_spec("site", "add_delete_group_to_group_set")
+    assert group_sets.editions == ("live_feed",)
+    assert {a.name: (a.spark_type, a.editions) for a in group_sets.attributes} == {
+        "groupId": ("bigint", ("live_feed",)),
+        "groupLuid": ("string", ("live_feed",)),
+        "groupSetId": ("bigint", ("live_feed",)),
+        "groupSetLuid": ("string", ("live_feed",)),
+        "groupSetOperation": ("string", ("live_feed",)),
+        "isError": ("boolean", ("live_feed",)),
+    }
+    sign_in = event_spec("site", "login_authentication")
+    assert sign_in.editions == ("live_feed",) and sign_in.attributes == ()  # the common attributes only
+    common = {a.name: a for a in common_attributes("site")}
+    assert common["eventOutcome"].values == ("success", "unauthorized", "client_error", "internal_error")
+    assert common["serviceName"].editions == ("legacy", "live_feed") and common["serviceName"].spark_type == "string"
+    owners = [s.event_type for s in event_specs("site") if "serviceName" in s.legacy_common]
+    assert len(owners) == 13 and all("legacy" in event_spec("site", e).editions for e in owners)
+    assert not any(a.name == "serviceName" for s in event_specs("site") for a in s.attributes)
 
 
 def test_alias_from_the_intro_sentence():

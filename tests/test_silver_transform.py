@@ -348,3 +348,74 @@ def test_legacy_codes_are_decoded_with_the_legacy_list(spark):
         for r in events.selectExpr("edition", "site_role_id", f"{decode} AS site_role").collect()
     )
     assert got == [("current", 9, "Viewer"), ("legacy", 4, "ViewerWithPublish"), ("legacy", 9, "BasicUser")]
+
+
+def test_the_help_pages_newer_types_and_attributes_are_typed(spark):
+    """add_delete_group_to_group_set, login_authentication and serviceName (common now): each attribute in
+    its typed column, none rescued; a legacy record that documents serviceName keeps its edition."""
+    from pipelines.activity_log.silver.views import event_attribute_columns
+
+    group_set = "CCCCCCCC-1111-2222-3333-444444444444"
+    common = {"eventTime": "2026-06-01T10:00:00Z", "siteLuid": SITE, "actorUserLuid": UPPER_ACTOR}
+    records = [
+        envelope(
+            {
+                "eventType": "add_delete_group_to_group_set",
+                **common,
+                "groupId": 7,
+                "groupLuid": "dddddddd-1111-2222-3333-444444444444",
+                "groupSetId": 3_000_000_001,
+                "groupSetLuid": group_set,
+                "groupSetOperation": "add",
+                "isError": False,
+                "eventOutcome": "success",
+                "serviceName": "vizportal",
+            }
+        ),
+        {
+            "eventType": "login_authentication",
+            **common,
+            "eventOutcome": "unauthorized",
+            "eventOutcomeReason": "Invalid username or password",
+            "serviceName": "vizportal",
+        },
+        {  # the legacy edition: serviceName documented on the event, no current-only common attribute
+            "eventType": "add_delete_user_to_group",
+            "eventTime": "2026-06-01T10:00:00Z",
+            "siteLuid": SITE,
+            "actorUserId": 42,
+            "groupId": 7,
+            "groupLuid": "dddddddd-1111-2222-3333-444444444444",
+            "groupOperation": "add",
+            "userId": 43,
+            "isError": False,
+            "serviceName": "sitesaml",
+        },
+    ]
+    events, quarantine = silver_of(spark, records)
+    assert quarantine == []
+    rows = {r["event_type"]: r for r in events}
+    changed = rows["add_delete_group_to_group_set"]
+    assert changed["group_set_id"] == 3_000_000_001 and changed["group_id"] == 7
+    assert changed["group_set_luid"] == group_set.lower() and changed["group_set_operation"] == "add"
+    assert changed["is_error"] is False and changed["service_name"] == "vizportal"
+    sign_in = rows["login_authentication"]
+    assert (sign_in["event_outcome"], sign_in["event_outcome_reason"]) == (
+        "unauthorized",
+        "Invalid username or password",
+    )
+    assert sign_in["actor_user_luid"] == UPPER_ACTOR.lower() and sign_in["edition"] == "current"
+    legacy = rows["add_delete_user_to_group"]
+    assert legacy["edition"] == "legacy" and legacy["service_name"] == "sitesaml"
+    assert all(r["_rescued_data"] is None for r in events)
+    # the views: the group set's own columns, typed, and serviceName on every event type
+    view = {name: typ for _, name, typ in event_attribute_columns("site", "add_delete_group_to_group_set")}
+    assert {k: view[k] for k in ("group_set_id", "group_set_luid", "group_set_operation", "is_error")} == {
+        "group_set_id": "bigint",
+        "group_set_luid": "string",
+        "group_set_operation": "string",
+        "is_error": "boolean",
+    }
+    sign_in_view = {name for _, name, _ in event_attribute_columns("site", "login_authentication")}
+    assert {"event_outcome", "event_outcome_reason", "service_name"} <= sign_in_view
+    assert "group_set_luid" not in sign_in_view

@@ -33,12 +33,14 @@
 
 {#
   The events of an event-level mart (this model) of one family: its group comes from
-  dbt_project.yml vars.event_marts, the one place that says which group a mart holds.
+  dbt_project.yml vars.event_marts, the one place that says which group a mart holds. A unit test
+  has no `this` (no table of its own): the model it tests names the mart.
 #}
 {% macro mart_events(family, columns) %}
-    {%- set group = var('event_marts').get(this.identifier) -%}
+    {%- set mart = this.identifier if this else (model.get('tested_node_unique_id') or '').split('.')[-1] -%}
+    {%- set group = var('event_marts').get(mart) -%}
     {%- if group is none -%}
-        {{ exceptions.raise_compiler_error(this.identifier ~ " is not an event-level mart (dbt_project.yml vars.event_marts)") }}
+        {{ exceptions.raise_compiler_error(mart ~ " is not an event-level mart (dbt_project.yml vars.event_marts)") }}
     {%- endif -%}
     {{ group_events(group, family, columns) }}
 {% endmacro %}

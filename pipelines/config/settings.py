@@ -383,6 +383,7 @@ QUALITY_SEVERITY = {
     "event_type_known": "critical",
     "luid_shape": "warning",
     "documented_codes": "critical",
+    "documented_values": "warning",
     "quarantine_ratio": "critical",
     "reconciliation_exact": "critical",
     "gold_reconciliation_exact": "critical",

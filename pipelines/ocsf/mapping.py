@@ -373,7 +373,12 @@ CLASSES: tuple[OcsfClass, ...] = (
         IAM,
         {1: "Assign Privileges", 2: "Revoke Privileges", 3: "Add User", 4: "Remove User", OTHER: "Other"},
         (
-            Source("fct_group_membership_changes", group_management_from_memberships),
+            # a group joining a group set adds no user: the class's Add User / Remove User would misname it
+            Source(
+                "fct_group_membership_changes",
+                group_management_from_memberships,
+                "membership_of IS DISTINCT FROM 'group_set'",
+            ),
             Source("fct_permission_changes", group_privileges_from_permissions, "grantee_type = 'group'"),
         ),
     ),

@@ -94,6 +94,15 @@ def silver_events_suite(cfg: Config, family: str) -> SuiteSpec:
                     meta=m("documented_codes"),
                 )
             )
+    # Values a source lists for an attribute (eventOutcome's): another value is reported, not stopped, as a
+    # newer feed may well use one the documentation does not list yet.
+    for col in plan.common:
+        if col.values:
+            expectations.append(
+                gxe.ExpectColumnValuesToBeInSet(
+                    column=col.column, value_set=list(col.values), meta=m("documented_values")
+                )
+            )
     return SuiteSpec(f"silver_events_{family}", tuple(expectations))
 
 

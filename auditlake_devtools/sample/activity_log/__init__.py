@@ -62,9 +62,12 @@ def generate_activity_log(
     the window of event times. Same arguments, same bytes.
 
     ``live_feed`` adds what the live feed carries beyond the bundled references (the registry's
-    ``live_feed`` edition): ``eventOutcome``, ``eventOutcomeReason`` and ``eventProcessedTime`` on
-    every current-edition site record, ``vizql_http_request`` records for the views of sign-in
-    sessions and ``bridge_job`` runs beside some background jobs. Off, the output is what it was.
+    ``live_feed`` edition): ``eventOutcome``, ``eventOutcomeReason``, ``eventProcessedTime`` and
+    ``serviceName`` on every current-edition site record, ``vizql_http_request`` records for the views
+    of sign-in sessions, ``bridge_job`` runs beside some background jobs, ``login_authentication``
+    for some sign-ins (successes, failures with the documented outcomes) and
+    ``add_delete_group_to_group_set`` after some group membership changes. Off, the output is what it
+    was.
 
     ``security_stories`` adds a situation for each detection report (stories.SECURITY_STORIES: a
     privilege escalation, an impersonation, a mass download, a token used after its owner was

@@ -143,6 +143,7 @@ class Generator:
         self.end_us = self.start_us + days * DAY_US
         self.hours = days * 24
         self.live_feed = live_feed  # also what the live feed adds to the references (--live-feed)
+        self.group_set_members: set = set()  # (group LUID, group set number): the live feed's group sets
         self.specs = generated_specs(live_feed)
         self.security_stories = security_stories  # a situation for each detection report (--security-stories)
         self.enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode

@@ -14,10 +14,11 @@ attributes; ``legacy`` (site only) = ``actorUserId``, ``eventTime``, ``siteLuid`
 ``serviceName``, ``traceUuid`` ... as the registry lists them); ``full`` = the
 union of both plus the common attributes (used for registry coverage).
 
-What the registry learnt from the live feed (edition ``live_feed``: three common site attributes,
-``vizql_http_request``, ``bridge_job``) is left out unless asked for (``live_feed=True``, the
-generator's ``--live-feed``), so the default output stays what it was; a live-feed event type
-asked for by name carries its attributes and the live common ones.
+What the registry learnt from the live feed (edition ``live_feed``: four common site attributes,
+``vizql_http_request``, ``bridge_job``, ``add_delete_group_to_group_set``, ``login_authentication``) is
+left out unless asked for (``live_feed=True``, the generator's ``--live-feed``), so the default output
+stays what it was; a live-feed event type asked for by name carries its attributes and the live common
+ones.
 """
 
 from __future__ import annotations
@@ -239,13 +240,22 @@ def attribute_list(spec, edition: str, live_feed: bool = False) -> list[tuple[st
     if edition == "legacy":
         if "legacy" not in spec.editions:
             raise ValueError(f"{spec.event_type} has no legacy edition")
-        # the family common attributes the legacy edition documents for this type (its own siteRoleId)
-        base = [x for x in common if x[0] in LEGACY_BASE + spec.legacy_common]
+        # the family common attributes the legacy edition documents for this type (its own siteRoleId,
+        # serviceName), the live feed's included: the legacy edition has them whatever ``live_feed`` says
+        every = [(a.name, a.spark_type) for a in common_attributes(spec.family)]
+        base = [x for x in every if x[0] in LEGACY_BASE + spec.legacy_common]
         own = [(a.name, a.spark_type) for a in spec.attributes if "legacy" in a.editions]
         return sorted(base + [x for x in own if x[0] not in LEGACY_BASE])
     if edition == "full":
         own = [(a.name, a.spark_type) for a in spec.attributes]
-        return common + [x for x in own if x[0] not in dict(common)]
+        # a common attribute only the live feed shares with the legacy edition (serviceName) is, without
+        # the live feed's, what it was in the legacy edition: the event's own
+        moved = [
+            (a.name, a.spark_type)
+            for a in common_attributes(spec.family)
+            if a.name in spec.legacy_common and (a.name, a.spark_type) not in common
+        ]
+        return common + sorted(x for x in own + moved if x[0] not in dict(common))
     raise ValueError(f"unknown edition {edition!r}")
 
 
@@ -259,7 +269,11 @@ def template(spec, edition: str, live_feed: bool = False) -> Template:
         items = []
         for n, st in attribute_list(spec, edition, live_feed):
             getter = compile_getter(spec.family, n, _SPEC_TYPES[st])
-            items.append((n, _legacy_code(getter) if (edition, n) == ("legacy", "siteRoleId") else getter))
+            if (edition, n) == ("legacy", "siteRoleId"):
+                getter = _legacy_code(getter)
+            elif n == "serviceName" and edition in ("current", LIVE_FEED):
+                getter = _service_getter(spec.event_type)
+            items.append((n, getter))
         t = _templates[key] = Template(spec.family, spec.event_type, edition, items)
     return t
 
@@ -267,6 +281,18 @@ def template(spec, edition: str, live_feed: bool = False) -> Template:
 # The legacy edition numbers site roles its own way: current code -> the legacy code of that role
 # (SiteAdministrator*, Publisher for Creator and ExplorerCanPublish, Interactor for Explorer, ...).
 _LEGACY_SITE_ROLE = {0: 0, 1: 1, 2: 2, 3: 3, 7: 7, 8: 8, 9: 5, 10: 2, 11: 0}
+
+
+def _service_getter(event_type: str):
+    """The live feed's serviceName: the service that writes ``event_type``, the same for every record of
+    it (no random draw, so the records around it stay what they were)."""
+    if event_type.startswith(("vizql_", "hist_access_")):
+        service = "vizqlserver"
+    elif event_type in ("background_job", "bridge_job") or "extract" in event_type:
+        service = "backgrounder"
+    else:
+        service = "vizportal"
+    return lambda _c: service
 
 
 def _legacy_code(getter):

@@ -56,6 +56,11 @@ def session(g, site, t0: int) -> int:
     actor = pick_actor(site, rng)
     c = g.ctx(site, actor, t0)
     c.session = new_uuid(rng)
+    attempts = 0
+    if g.live_feed and rng.random() < 0.1:  # the sign-in's own audit record, after a failed try at times
+        attempts = sign_in_attempts(g, c, failures=1 if rng.random() < 0.15 else 0)
+        c.us += rng.randint(50, 900) * 1000
+        t0 = c.us
     g.emit("hist_login", c)
     n = 0
     if actor.site_role_id != 8:  # the unlicensed sign in and see nothing
@@ -80,10 +85,38 @@ def session(g, site, t0: int) -> int:
             c.us, c.subject = t, rng.choice(site.content["datasource"])
             g.emit("hist_access_datasource", c)
     if rng.random() < 0.08:  # some sessions just time out: no hist_logout
-        return 1 + n
+        return attempts + 1 + n
     c.us, c.subject = t + rng.randint(30, 900) * SEC + _jitter(g), None
     g.emit("hist_logout", c)
-    return 2 + n
+    return attempts + 2 + n
+
+
+# login_authentication's documented failures, the wrong password most often
+_SIGN_IN_FAILURES = [
+    ("unauthorized", "Invalid username or password"),
+    ("unauthorized", "Invalid username or password"),
+    ("unauthorized", "Multi-factor authentication failed"),
+    ("client_error", "The sign-in request was malformed"),
+    ("internal_error", "The identity provider did not respond"),
+]
+
+
+def sign_in_attempts(g, c, failures: int = 0, succeed: bool = True) -> int:
+    """login_authentication (the help pages' record of a site sign-in) from ``c.us`` on: ``failures``
+    failed tries a few seconds apart, then the success unless not ``succeed``; ``c.us`` ends at the
+    last. Live feed only."""
+    rng = g.rng
+    for i in range(failures):
+        if i:
+            c.us += rng.randint(3, 20) * SEC + _jitter(g)
+        outcome, reason = rng.choice(_SIGN_IN_FAILURES)
+        c.job = {"outcome": outcome, "reason": reason}
+        g.emit("login_authentication", c, edition="current")
+    c.job = None
+    if succeed:
+        c.us += rng.randint(3, 20) * SEC if failures else 0
+        g.emit("login_authentication", c, edition="current")
+    return failures + succeed
 
 
 _JOB_TYPES = {
@@ -174,7 +207,7 @@ def bridge_job(g, site, t0: int, task) -> int:
     c.us = t0 + run
     job["state"], job["duration"] = ("Failed" if failed else "Success"), run // 1000
     if failed:
-        job["notes"], job["outcome"] = rng.choice(_ERRORS), "Failure"
+        job["notes"], job["outcome"] = rng.choice(_ERRORS), "internal_error"
         job["reason"] = "Bridge client could not reach the data source"
     g.emit("bridge_job", c, edition="current")
     return 2
@@ -264,7 +297,8 @@ BACKGROUND = [  # (unit, share of records, mean records per unit)
 
 # ---------------------------------------------------------------- scheduled stories
 def failed_signin_burst(g, site, t0: int) -> int:
-    """Many failed Cloud Manager sign-ins for one account from one foreign IP."""
+    """Many failed Cloud Manager sign-ins for one account from one foreign IP (with the live feed, failed
+    site sign-ins for the same user too)."""
     rng = g.rng
     victim = rng.choice(site.users[:30])
     ip = rng.choice(_ATTACKER_IPS)
@@ -278,6 +312,9 @@ def failed_signin_burst(g, site, t0: int) -> int:
         c.job = {"outcome": "Failure", "reason": "Invalid credentials", "ttl_h": 0}
         g.emit("user_login_create_session", c, family="tenant")
         t += rng.randint(1, 12) * SEC + _jitter(g)
+    if g.live_feed:  # the same password tried on the site: its own failed sign-ins, for the user
+        sc = g.ctx(site, victim, t)
+        n += sign_in_attempts(g, sc, failures=rng.randint(5, 10), succeed=False)
     # the real user signs in later from their usual address; an admin kills the sessions
     c.ip, c.us = None, t + rng.randint(5, 40) * MIN
     c.session = new_uuid(rng)
@@ -430,6 +467,13 @@ def group_membership(g, site, t0: int) -> int:
     else:
         group.members.remove(user)
         user.groups.remove(group)
+    if g.live_feed and rng.random() < 0.5:  # the group joins or leaves one of the site's group sets
+        member = (group.luid, rng.randrange(2))
+        c.us += rng.randint(5, 120) * SEC
+        c.job = {"op": "delete" if member in g.group_set_members else "add", "group_set": member[1]}
+        g.emit("add_delete_group_to_group_set", c, edition="current")
+        g.group_set_members ^= {member}
+        return 3
     return 2
 
 

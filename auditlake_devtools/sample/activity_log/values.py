@@ -241,6 +241,12 @@ def _bigsize(c: Ctx) -> int:
     return s or c.rng.randint(1_000, 2**31 - 1)
 
 
+def group_set(site, k: int) -> tuple[int, str]:
+    """(id, LUID) of a site's ``k``-th group set: the world has no group sets of its own, so they are
+    named from the site (the same ones in every run)."""
+    return site.id * 100 + k + 1, _stable_uuid(f"{site.url}-group-set-{k}")
+
+
 def _job(c: Ctx) -> dict:
     return c.job or {}
 
@@ -516,9 +522,13 @@ G: dict = {
     "siteId": lambda c: c.site.id,
     "timeZone": lambda c: 0,
     # live feed (--live-feed): the common attributes the bundled site reference lacks
-    "eventOutcome": lambda c: (c.job or {}).get("outcome", "Success"),
+    "eventOutcome": lambda c: (c.job or {}).get("outcome", "success"),  # the help pages' values, lower case
     "eventOutcomeReason": lambda c: (c.job or {}).get("reason", "Completed successfully"),
     "eventProcessedTime": lambda c: iso_micro(c.us + c.rng.randint(2, 900) * 1_000_000),
+    # help pages: a group added to or removed from one of the site's group sets
+    "groupSetId": lambda c: group_set(c.site, _job(c).get("group_set", 0))[0],
+    "groupSetLuid": lambda c: group_set(c.site, _job(c).get("group_set", 0))[1],
+    "groupSetOperation": lambda c: _job(c).get("op", "add"),
     # live feed: vizql_http_request (a browser's request to a view)
     "ipAddress": _ip,
     "userAgent": lambda c: c.agent or c.actor.user_agent,

@@ -26,6 +26,7 @@ class AttributeSpec:
     codes: tuple[tuple[int, str], ...] = ()  # documented code -> meaning, where the reference spells it out
     column: str | None = None  # a silver column of its own (an added attribute whose type differs from the references')
     legacy_codes: tuple[tuple[int, str], ...] = ()  # the legacy edition's own list, where its codes differ
+    values: tuple[str, ...] = ()  # the values documented for it, where a source lists them (eventOutcome)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def _attrs(raw: list[dict]) -> tuple[AttributeSpec, ...]:
             tuple((int(k), v) for k, v in a.get("codes", {}).items()),
             a.get("column"),
             tuple((int(k), v) for k, v in a.get("codes_by_edition", {}).get("legacy", {}).items()),
+            tuple(a.get("values", ())),
         )
         for a in raw
     )

@@ -320,7 +320,9 @@ def _snake_case(name: str) -> str:
 def merge_additions(families: dict, additions: dict) -> None:
     """Merge the live-feed additions into the families parsed from the references, in place.
 
-    Added common attributes, event types and attributes get the edition ``live_feed``. An added
+    Added common attributes, event types and attributes get the edition ``live_feed``; an added common
+    attribute the references document only on legacy-edition events moves to the family (edition
+    ``legacy`` too), listed in those events' ``legacy_common``. An added
     attribute whose type differs from the one the references give that name in the family (bridge_job's
     string ``siteId`` against background_job's integer one) gets a column of its own,
     ``<column>_<spark type>`` (``column`` in the registry): silver's wide column keeps its type."""
@@ -337,18 +339,32 @@ def merge_additions(families: dict, additions: dict) -> None:
             out = _attr_dict(Attribute(raw["name"], raw["type"], raw.get("description", "")), [LIVE_FEED])
             if documented.get(out["name"], {out["spark_type"]}) != {out["spark_type"]}:
                 out["column"] = f"{_snake_case(out['name'])}_{out['spark_type']}"
+            if raw.get("values"):
+                out["values"] = list(raw["values"])
             return out
 
         common_names = {a["name"] for a in fam["common_attributes"]}
         for raw in added.get("common_attributes", []):
-            owners = sorted(
-                e for e, ev in fam["events"].items() if any(a["name"] == raw["name"] for a in ev["attributes"])
-            )
-            if raw["name"] in common_names or owners:
+            owned = {
+                e: next(a for a in ev["attributes"] if a["name"] == raw["name"])
+                for e, ev in fam["events"].items()
+                if any(a["name"] == raw["name"] for a in ev["attributes"])
+            }
+            # only the legacy edition documents it, per event (serviceName): it moves to the family, and
+            # those events list it among the common attributes their legacy records carry
+            current = sorted(e for e, a in owned.items() if a["editions"] != ["legacy"])
+            if raw["name"] in common_names or current:
                 raise ValueError(
-                    f"{family} common attribute {raw['name']} is already documented ({owners or 'common'})"
+                    f"{family} common attribute {raw['name']} is already documented ({current or 'common'})"
                 )
-            fam["common_attributes"].append(attr(raw))
+            added_attr = attr(raw)
+            if owned:
+                added_attr["editions"] = ["legacy", LIVE_FEED]
+            for name in owned:
+                ev = fam["events"][name]
+                ev["attributes"] = [a for a in ev["attributes"] if a["name"] != raw["name"]]
+                ev.setdefault("legacy_common", []).append(raw["name"])
+            fam["common_attributes"].append(added_attr)
         fam["common_attributes"].sort(key=lambda a: a["name"])
         common_names = {a["name"] for a in fam["common_attributes"]}
         for name, raw in added.get("events", {}).items():

@@ -85,6 +85,7 @@ class ColumnPlan:
     types_by_event: tuple[tuple[str, str], ...]  # (event_type, documented spark type); empty for common
     codes: tuple[tuple[int, str], ...] = ()
     legacy_codes: tuple[tuple[int, str], ...] = ()  # where the legacy edition's codes mean other things
+    values: tuple[str, ...] = ()  # documented values of a common attribute (the gate warns on others)
 
     @property
     def identifier(self) -> bool:
@@ -137,7 +138,7 @@ class FamilyPlan:
 def family_plan(family: str) -> FamilyPlan:
     specs = event_specs(family)
     common = tuple(
-        ColumnPlan(a.name, a.column or column_name(a.name), a.spark_type, True, (), a.codes, a.legacy_codes)
+        ColumnPlan(a.name, a.column or column_name(a.name), a.spark_type, True, (), a.codes, a.legacy_codes, a.values)
         for a in common_attributes(family)
     )
     # (wire name, column): an attribute the registry gives a column of its own (the live feed's

@@ -20,6 +20,9 @@ tenant_logins as (
 
 -- The bundled site reference documents sign-in records only for sign-ins that succeeded; the live
 -- feed adds eventOutcome (and its reason) to every site event: a record without one succeeded.
+-- login_authentication is the site's record of every sign-in attempt: its eventOutcome (success,
+-- unauthorized, client_error, internal_error) is what makes a failure, so its failed sign-ins count
+-- where Cloud Manager's do (rpt_failed_login_bursts).
 -- The site log does not say how the user authenticated unless a personal access token was used.
 site_shaped as (
     select

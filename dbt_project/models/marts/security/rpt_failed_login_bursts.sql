@@ -1,5 +1,6 @@
 -- N failed sign-ins within M minutes from one IP address or for one user (N, M: conf/ gold:
--- failed_login_burst). Failures of a key no more than M minutes apart form one run; a run is
+-- failed_login_burst): every failure of fct_logins, Cloud Manager's and the site's login_authentication
+-- (which name the user by LUID only). Failures of a key no more than M minutes apart form one run; a run is
 -- a burst when some M-minute window inside it holds at least N failures.
 {% set window_seconds = var('failed_login_burst_window_minutes') * 60 %}
 

@@ -13,6 +13,7 @@ select
     initiating_user_id,
     initiating_user_luid,
     licensing_role_name,
+    service_name,
     site_luid,
     site_role_id,
     case
@@ -49,14 +50,15 @@ select
     site_name,
     case
         when event_type in (
-            'hist_login', 'hist_login_with_pat', 'hist_logout', 'hist_access_view', 'set_permissions',
-            'delete_permissions', 'delete_all_permissions', 'delete_permissions_grantee',
-            'update_permissions_template', 'content_owner_change', 'hist_change_collection_ownership',
-            'hist_change_data_role_ownership', 'hist_change_datasource_ownership',
-            'hist_change_flow_ownership', 'hist_change_metric_ownership',
-            'hist_change_project_ownership', 'hist_change_published_connection_ownership',
-            'hist_change_workbook_ownership', 'add_delete_user_to_group', 'hist_add_user_to_group',
-            'hist_delete_user_from_group', 'user_create_delete', 'hist_create_user',
+            'hist_login', 'hist_login_with_pat', 'login_authentication', 'hist_logout',
+            'hist_access_view', 'set_permissions', 'delete_permissions', 'delete_all_permissions',
+            'delete_permissions_grantee', 'update_permissions_template', 'content_owner_change',
+            'hist_change_collection_ownership', 'hist_change_data_role_ownership',
+            'hist_change_datasource_ownership', 'hist_change_flow_ownership',
+            'hist_change_metric_ownership', 'hist_change_project_ownership',
+            'hist_change_published_connection_ownership', 'hist_change_workbook_ownership',
+            'add_delete_user_to_group', 'hist_add_user_to_group', 'hist_delete_user_from_group',
+            'add_delete_group_to_group_set', 'user_create_delete', 'hist_create_user',
             'hist_delete_user', 'hist_create_system_user', 'hist_delete_system_user',
             'hist_update_user_site_role', 'hist_access_authoring_view', 'hist_access_datasource',
             'hist_access_datasource_remotely', 'hist_access_metric', 'hist_access_summary_data',
@@ -271,7 +273,6 @@ select
     grantee_value,
     is_error,
     permission_type,
-    service_name,
     trace_uuid,
     template_type,
     new_owner_id,
@@ -350,6 +351,9 @@ select
     user_id,
     user_luid,
     user_name,
+    group_set_id,
+    group_set_luid,
+    group_set_operation,
     case
         when event_type in (
             'user_create_delete'
