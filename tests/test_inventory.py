@@ -31,6 +31,8 @@ from pipelines.lake.table_names import tables
 from pipelines.refresh import new_run_id
 from tests.lake import variant_environ
 
+pytestmark = [pytest.mark.slow(minutes=1)]  # the lake's test: a session's first bronze and silver tables
+
 TOKEN_NAME, TOKEN = "auditlake-inventory", "pat-secret-for-inventory-tests"
 NOW = datetime(2026, 6, 8, 14, 37, tzinfo=UTC)
 HOUR = datetime(2026, 6, 8, 14, tzinfo=UTC)
@@ -120,6 +122,22 @@ def test_every_entity_is_read_page_by_page_and_lands_as_a_snapshot_file(setup, t
     assert not [p for p in root.rglob("*") if p.name.startswith(".")]  # no temporary file left
 
 
+def test_a_second_run_in_the_same_hour_keeps_the_hours_files(setup, tableau):
+    cfg, root = setup
+    inventory(cfg, now=NOW, log=lambda _line: None)
+    before = {p: p.read_bytes() for p in root.rglob("*.parquet")}
+    SITES[NORTHWIND].users[0]["siteRole"] = "Viewer"  # changed since: the next hour shows it
+    try:
+        again = inventory(cfg, now=NOW.replace(minute=59), log=lambda _line: None)
+        assert again.files == 0 and {p: p.read_bytes() for p in root.rglob("*.parquet")} == before
+        later = inventory(cfg, now=NOW.replace(hour=15), log=lambda _line: None)
+    finally:
+        SITES[NORTHWIND].users[0]["siteRole"] = sample_site(WORLD, 0)[1].users[0]["siteRole"]
+    assert later.files == 2 * len(ENTITY_TYPES)
+    next_hour = pq.read_table(snapshot_path(root, SITES[NORTHWIND].luid, HOUR.replace(hour=15), "users")).to_pylist()
+    assert next_hour[0]["site_role"] == "Viewer"
+
+
 def test_the_files_hold_the_sample_sites_cases(setup, tableau):
     cfg, root = setup
     inventory(cfg, now=NOW, log=lambda _line: None)
@@ -189,17 +207,24 @@ def test_a_site_without_rest_access_is_said_and_the_others_go_on(setup, tableau)
     assert snapshot_path(root, SITES[CONTOSO].luid, HOUR, "permissions").is_file()
 
 
-def test_a_type_refused_is_left_out_and_the_rest_lands(setup, tableau):
+@pytest.mark.parametrize(
+    "refused, left_out",
+    [
+        ("flows", {"flows", "permissions", "data_connections"}),
+        ("default_permissions", {"projects", "permissions", "default_permissions"}),
+    ],
+)
+def test_a_type_refused_is_left_out_and_the_rest_lands(setup, tableau, refused, left_out):
     """A partial snapshot would read as rows gone: a type with a refused call is not written at all."""
     cfg, root = setup
-    tableau.refuse["flows"] = (403, "403004", "Forbidden", "flows are not available on this site")
+    tableau.refuse[refused] = (403, "403004", "Forbidden", f"{refused} are not available on this site")
     lines = []
     report = inventory(cfg, now=NOW, log=lines.append)
     for site in SITES.values():
         written = {
             p.parent.name.removeprefix("entityType=") for p in (root / f"siteLuid={site.luid}").rglob("*.parquet")
         }
-        assert written == set(ENTITY_TYPES) - {"flows", "permissions", "data_connections"}
+        assert written == set(ENTITY_TYPES) - left_out
     assert all(s.left_out for s in report.sites) and any("403004" in line for line in lines)
 
 

@@ -249,9 +249,11 @@ def read_site(server, page_size: int, log: Callable[[str], None] = print) -> Sit
         parts.append(got)
         for key in (f"{kind}_connections", f"{kind}_permissions"):
             state.rows.pop(key, None)
-    every_part = all(parts)
-    _combine(state, parts, "permissions", ("permissions", *(f"{k}_permissions" for k in KINDS)), every_part)
-    _combine(state, parts, "data_connections", tuple(f"{k}_connections" for k in KINDS), every_part)
+    # connections need every kind of item read; permission rules the projects too
+    every_kind = all(parts[1:])
+    rules = ("permissions", *(f"{k}_permissions" for k in KINDS))
+    _combine(state, parts, "permissions", rules, every_kind and bool(parts[0]))
+    _combine(state, parts, "data_connections", tuple(f"{k}_connections" for k in KINDS), every_kind)
     return state
 
 

@@ -17,7 +17,7 @@ from pipelines.pull.landing import write_whole
 
 
 def snapshot_path(root: Path, site_luid: str, hour: datetime, entity_type: str) -> Path:
-    """One file per site, hour and type: a second inventory in the same hour replaces the first's file."""
+    """One file per site, hour and type."""
     return (
         root
         / f"siteLuid={site_luid.lower()}"
@@ -37,7 +37,10 @@ def parquet_bytes(entity_type: str, rows: list[dict]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def write_snapshot(root: Path, site_luid: str, hour: datetime, entity_type: str, rows: list[dict]) -> Path:
+def write_snapshot(root: Path, site_luid: str, hour: datetime, entity_type: str, rows: list[dict]) -> bool:
+    """False, writing nothing, when the hour's file is there already: bronze may have landed it, and a
+    file changed under a landed name would give the hour two states; the hour keeps its first."""
     path = snapshot_path(root, site_luid, hour, entity_type)
-    write_whole(path, parquet_bytes(entity_type, rows))
-    return path
+    if path.exists():
+        return False
+    return write_whole(path, parquet_bytes(entity_type, rows))

@@ -30,6 +30,7 @@ class SiteReport:
     site_luid: str | None = None
     rows: dict[str, int] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)  # types whose file of this hour was there already
     refused: str | None = None  # why the site could not be read at all
 
 
@@ -54,7 +55,7 @@ def sites(cfg: Config) -> list[str]:
     return list(cfg.settings.inventory.sites) or [cfg.settings.tableau.site]
 
 
-def _refusal(site: str, url: str, exc) -> str:
+def _refusal(url: str, exc) -> str:
     import tableauserverclient as TSC
 
     if isinstance(exc, TSC.FailedSignInError):
@@ -95,16 +96,19 @@ def _read_one(cfg: Config, site: str, hour: datetime, root: Path, log: Callable[
         NonXMLResponseError,
         InternalServerError,
     ) as exc:
-        report.refused = _refusal(site, url, exc)
+        report.refused = _refusal(url, exc)
         log(f"inventory: site {_label(site)}: {report.refused}; the other sites go on")
         return report
     report.left_out = state.left_out
     for entity_type, rows in sorted(state.rows.items()):
-        write_snapshot(root, report.site_luid, hour, entity_type, rows)
-        report.rows[entity_type] = len(rows)
+        if write_snapshot(root, report.site_luid, hour, entity_type, rows):
+            report.rows[entity_type] = len(rows)
+        else:
+            report.present.append(entity_type)
     log(
         f"inventory: site {_label(site)} ({report.site_luid}): "
         + ", ".join(f"{n} {t}" for t, n in report.rows.items())
+        + (f"; {len(report.present)} types already taken this hour, kept" if report.present else "")
         + (f"; left out: {len(state.left_out)} (said above)" if state.left_out else "")
     )
     return report
