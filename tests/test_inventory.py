@@ -28,6 +28,7 @@ from pipelines.inventory import ENTITY_TYPES, SCHEMAS
 from pipelines.inventory.files import snapshot_path
 from pipelines.inventory.run import inventory, inventory_before_refresh
 from pipelines.lake.table_names import tables
+from pipelines.refresh import command as refresh_command
 from pipelines.refresh import new_run_id
 from tests.lake import variant_environ
 
@@ -97,6 +98,7 @@ def test_every_entity_is_read_page_by_page_and_lands_as_a_snapshot_file(setup, t
             assert {r.query["pageSize"] for r in got if r.op == op} == {str(PAGE)}
         assert {r.details["group_id"] for r in got if r.op == "group_users"} == {g["id"] for g in site.groups}
         assert [r.query.get("resultlevel") for r in got if r.op == "group_sets"] == ["members"]
+        assert {r.query.get("fields") for r in got if r.op == "users"} == {"_all_"}  # lastLogin, authSetting, ...
         for kind, items in (("workbook", site.workbooks), ("datasource", site.datasources), ("flow", site.flows)):
             assert sorted(r.details["item_id"] for r in got if r.op == f"{kind}_connections") == sorted(
                 i["id"] for i in items
@@ -247,6 +249,22 @@ def test_the_inventory_before_a_refresh_never_stops_it(setup, tableau):
     lines = []
     assert inventory_before_refresh(cfg, log=lines.append) is None
     assert lines[-1].startswith("refresh: the inventory failed, the refresh goes on without it: inventory: no site")
+
+
+def test_a_refresh_with_on_refresh_takes_an_inventory_before_bronze(tmp_path, tableau, token, monkeypatch):
+    _, environ = _cfg(tmp_path, tableau, "inventory_refresh", sites=(NORTHWIND,))
+    cfg = load_config("test", environ=environ | {"AUDITLAKE__INVENTORY__ON_REFRESH": "true"})
+    seen, lines = [], []
+
+    def layers(*_args) -> bool:  # what the layers would find in the landing tree
+        seen.append(sorted(cfg.path("paths.landing_dir").rglob("*.parquet")))
+        return True
+
+    monkeypatch.setattr(refresh_command, "_refresh_in_spark", layers)
+    monkeypatch.setattr(refresh_command, "log", lines.append)
+    assert refresh_command.refresh(cfg, ["bronze", "silver"])
+    assert len(seen[0]) == len(ENTITY_TYPES)  # written before the layers ran
+    assert any(line.startswith("inventory: 1 of 1 sites read") for line in lines)
 
 
 def _tableau_snapshot(root, site_luid, entity_type, rows, schema) -> None:
