@@ -8,6 +8,7 @@ one lake: bronze and silver keep the files as entity histories, Tableau's own sn
 from __future__ import annotations
 
 import math
+import os
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from auditlake_devtools.sample.activity_log.snapshots import SCHEMAS as GENERATED_SCHEMAS
+from auditlake_devtools.sample.activity_log.snapshots import entity_rows
 from auditlake_devtools.sample.activity_log.world import build_world
 from auditlake_devtools.sample.tableau_site import EMBEDDED_PASSWORD, LOCKED_PROJECT, NEVER_OPENED, sample_site
 from auditlake_devtools.tableau_server import NO_API_ACCESS, TableauServer
@@ -265,6 +267,19 @@ def test_a_refresh_with_on_refresh_takes_an_inventory_before_bronze(tmp_path, ta
     assert refresh_command.refresh(cfg, ["bronze", "silver"])
     assert len(seen[0]) == len(ENTITY_TYPES)  # written before the layers ran
     assert any(line.startswith("inventory: 1 of 1 sites read") for line in lines)
+
+
+def test_generate_inventory_writes_the_generated_logs_world(tmp_path, monkeypatch):
+    """The same seed and start as `generate activity-log`: the LUIDs its log and snapshots name."""
+    monkeypatch.delenv("AUDITLAKE_TABLEAU_TOKEN", raising=False)
+    out = tmp_path / "landing"
+    assert main(["--env", "test", "generate", "inventory", "--out", str(out), "--at", "2026-06-03T10:20:00Z"]) == 0
+    world = build_world(42, datetime(2026, 6, 1, tzinfo=UTC))
+    for site in world.sites:
+        path = snapshot_path(out, site.luid, datetime(2026, 6, 3, 10, tzinfo=UTC), "users")
+        assert {u["luid"] for u in entity_rows(site, "users")} < {u["luid"] for u in pq.read_table(path).to_pylist()}
+    assert len(list(out.rglob("*.parquet"))) == len(world.sites) * len(ENTITY_TYPES)
+    assert "AUDITLAKE_TABLEAU_TOKEN" not in os.environ  # the made-up token is not left behind
 
 
 def _tableau_snapshot(root, site_luid, entity_type, rows, schema) -> None:

@@ -14,16 +14,23 @@ cases the state reports look for, none of which the log can show:
 - a project whose permissions are locked (``LockedToProject``);
 - Deny rules: a group denied ExportData on a workbook, a user denied Read on another;
 - a group set of two groups.
+
+``auditlake generate inventory`` serves them and runs ``auditlake inventory`` against them.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from auditlake_devtools.tableau_server import SiteContent
+from auditlake_devtools.tableau_server import SiteContent, TableauServer
+from pipelines.config.load import load_config
+from pipelines.inventory.run import InventoryReport, inventory
 
 from .activity_log.values import SITE_ROLE_NAMES
+from .activity_log.world import build_world
 
 EMBEDDED_PASSWORD = "sample-db-password-never-sent"  # a test proves no file ever holds it
 LOCKED_PROJECT = "Finance"  # its contentPermissions is LockedToProject
@@ -184,3 +191,31 @@ def sample_site(world, index: int = 0) -> tuple[str, SiteContent]:
         ("groupSet", held.group_sets[0]["id"], {"Read": "Allow"})
     ]
     return site.url, held
+
+
+def write_sample_inventory(cfg, out: Path, seed: int, start: datetime, at: datetime, log=print) -> InventoryReport:
+    """``auditlake generate inventory``: every site of the world of ``seed`` and ``start`` (the ones
+    ``generate activity-log`` writes the log of) served on loopback, and ``auditlake inventory`` run
+    against it into ``out`` as of ``at``: the product's own client writes the files, as it would from
+    Tableau. The token is made up for the run and put where ``tableau.token_*_env`` point."""
+    world = build_world(seed, start)
+    content = dict(sample_site(world, i) for i in range(len(world.sites)))
+    name, token = "auditlake-sample", uuid.uuid4().hex
+    server = TableauServer.start(token_name=name, token_secret=token, content=content)
+    variables = {cfg.get("tableau.token_name_env"): name, cfg.get("tableau.token_secret_env"): token}
+    before = {k: os.environ.get(k) for k in variables}
+    try:
+        os.environ.update(variables)
+        sample = load_config(
+            cfg.env,
+            environ=os.environ
+            | {"AUDITLAKE__TABLEAU__SERVER_URL": server.url, "AUDITLAKE__INVENTORY__SITES": f"[{', '.join(content)}]"},
+        )
+        return inventory(sample, dest=out, now=at, log=log)
+    finally:
+        server.stop()
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
