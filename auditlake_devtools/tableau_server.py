@@ -1,6 +1,7 @@
-"""A throwaway Tableau REST API on loopback, for the ``auditlake publish`` tests (ops tooling, not the
-pipeline): an HTTP server in a thread that implements only the calls ``auditlake publish``
-(pipelines/hyper/publish.py) makes through ``tableauserverclient`` 0.42, answered in Tableau's XML
+"""A throwaway Tableau REST API on loopback, for the ``auditlake publish`` and ``auditlake inventory``
+tests and ``generate inventory`` (ops tooling, not the pipeline): an HTTP server in a thread that
+implements only the calls ``auditlake publish`` (pipelines/hyper/publish.py) and ``auditlake
+inventory`` make through ``tableauserverclient`` 0.42, answered in Tableau's XML
 (namespace http://tableau.com/api) as TSC's parsers read it. Built from Tableau's REST API reference
 and TSC's source (server/server.py, server/endpoint/*, models/*); nothing here is Tableau's code.
 
@@ -27,10 +28,10 @@ Every request is recorded in ``received`` (a ``Received``: its operation, method
 the headers of interest and, for a publish or an update, what it carried). Behaviours for the error
 paths: a token other than ``token_name``/``token_secret`` (sign-in answers 401, code 401001),
 ``refuse[op] = (status, code, summary, detail)`` (``NO_API_ACCESS``: 403, code 403157 "Feature
-Disabled", as Tableau's error code list names it), ``refuse_sites[content URL]`` (the sign-in to that site
-refused: a site without REST API access beside others that have it), ``job_finish_code`` (1: the next jobs fail) and
-``job_polls`` (how many queries answer "in progress" first), ``projects`` (name -> id), ``datasource_id``
-(the id a new data source gets; None: a fresh one each).
+Disabled", as Tableau's error code list names it), ``refuse_sites[content URL]`` (the sign-in to
+that site refused: a site without REST API access beside others that have it), ``job_finish_code``
+(1: the next jobs fail) and ``job_polls`` (how many queries answer "in progress" first), ``projects``
+(name -> id), ``datasource_id`` (the id a new data source gets; None: a fresh one each).
 
     server = TableauServer.start(projects={"Default": "p-1", "Security": "p-2"})
     server.url                                # http://127.0.0.1:<free port>
@@ -125,7 +126,7 @@ _SINGULAR = {
     "datasources": "datasource",
     "flows": "flow",
 }
-# attributes that are child elements in Tableau's XML: key -> (element, attribute)
+# attributes that are child elements in Tableau's XML (an element carrying the id): key -> element
 _REFERENCES = {"projectId": "project", "ownerId": "owner", "workbookId": "workbook"}
 
 
