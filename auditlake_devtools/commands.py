@@ -1,5 +1,5 @@
 """The ``auditlake`` commands that use the sample generators or the benchmarks: ``demo``,
-``generate activity-log``, ``generate writeback`` and ``bench``. Registered through the
+``generate activity-log``, ``generate writeback``, ``generate inventory`` and ``bench``. Registered through the
 ``auditlake.commands`` entry point group (pyproject.toml), so the product's CLI
 (``pipelines/cli.py``) lists them without importing ``auditlake_devtools``."""
 
@@ -69,6 +69,14 @@ def cmd_generate_writeback(_cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate_inventory(cfg: Config, args: argparse.Namespace) -> int:
+    from auditlake_devtools.sample.tableau_site import write_sample_inventory
+
+    start = args.start or iso_time(cfg.settings.generate.start)
+    write_sample_inventory(cfg, Path(args.out), args.seed, start, args.at or start, log=log)
+    return 0
+
+
 def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     """Generate sample data into the landing folder (once), then refresh every layer with the summary."""
     from pipelines.refresh import LAYERS
@@ -127,7 +135,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="generate sample data and run every layer on the embedded default")
     p.set_defaults(func=cmd_demo, writes_lake=True)  # its refresh makes the analysts' copies
 
-    p = sub.add_parser("generate", help="write sample data: `activity-log`, `server-logs` or `writeback`")
+    p = sub.add_parser("generate", help="write sample data: `activity-log`, `server-logs`, `writeback` or `inventory`")
     generate = p.add_subparsers(dest="source", required=True)
     p = generate.add_parser("activity-log", help="a realistic sample Activity Log, as Tableau delivers it")
     p.add_argument("--out", required=True)
@@ -185,6 +193,17 @@ def register(sub) -> None:
     p.add_argument("--zone", default="Europe/Berlin", help="the servers' time zone: native lines' ts is local")
     p.add_argument("--rotate-lines", type=positive_int, default=50_000, help="lines per file before it rotates")
     p.set_defaults(func=cmd_generate_server_logs)
+
+    p = generate.add_parser(
+        "inventory",
+        help="the sample sites' users, content and permissions, as `auditlake inventory` writes them from "
+        "Tableau's REST API (served on loopback from the world of --seed and --start)",
+    )
+    p.add_argument("--out", required=True, help="the landing tree to write")
+    p.add_argument("--seed", type=int, default=42, help="the world's seed (as generate activity-log)")
+    p.add_argument("--start", type=iso_time, help="the log's first day (default generate.start): the same world")
+    p.add_argument("--at", type=iso_time, help="the hour the state is taken at (default --start)")
+    p.set_defaults(func=cmd_generate_inventory)
 
     p = generate.add_parser("writeback", help="a sample Write-Back historical_audit export")
     p.add_argument("--out", required=True, help="export file: .ndjson or .csv")

@@ -1,6 +1,7 @@
-"""A throwaway Tableau REST API on loopback, for the ``auditlake publish`` tests (ops tooling, not the
-pipeline): an HTTP server in a thread that implements only the calls ``auditlake publish``
-(pipelines/hyper/publish.py) makes through ``tableauserverclient`` 0.42, answered in Tableau's XML
+"""A throwaway Tableau REST API on loopback, for the ``auditlake publish`` and ``auditlake inventory``
+tests and ``generate inventory`` (ops tooling, not the pipeline): an HTTP server in a thread that
+implements only the calls ``auditlake publish`` (pipelines/hyper/publish.py) and ``auditlake
+inventory`` make through ``tableauserverclient`` 0.42, answered in Tableau's XML
 (namespace http://tableau.com/api) as TSC's parsers read it. Built from Tableau's REST API reference
 and TSC's source (server/server.py, server/endpoint/*, models/*); nothing here is Tableau's code.
 
@@ -15,14 +16,22 @@ and TSC's source (server/server.py, server/endpoint/*, models/*); nothing here i
 - ``PATCH /api/<v>/sites/<site>/datasources/<id>/data?uploadSessionId=`` (Update Data in Hyper Data
   Source: JSON ``{"actions": [...]}``, header ``RequestID``) -> a job
 - ``GET /api/<v>/sites/<site>/jobs/<id>`` (Query Job)
+- for ``auditlake inventory`` (pipelines/inventory/fetch.py), over the ``SiteContent`` a site's content URL
+  maps to in ``content``: Get Users on Site, Query Groups, Get Users in Group, List Group Sets
+  (``resultlevel=members``), Query Projects, Query Workbooks for Site, Query Views for Site, Query Data
+  Sources, Query Flows for Site (each paginated: ``pageNumber``, ``pageSize``), Query Workbook / Data
+  Source / Flow Connections, Query Project / Workbook / View / Data Source / Flow Permissions and Query
+  Default Permissions (``projects/<id>/default-permissions/workbooks|datasources|flows``); a connection's
+  password is held but never sent, as Tableau never sends one
 
 Every request is recorded in ``received`` (a ``Received``: its operation, method, path, query,
 the headers of interest and, for a publish or an update, what it carried). Behaviours for the error
 paths: a token other than ``token_name``/``token_secret`` (sign-in answers 401, code 401001),
 ``refuse[op] = (status, code, summary, detail)`` (``NO_API_ACCESS``: 403, code 403157 "Feature
-Disabled", as Tableau's error code list names it), ``job_finish_code`` (1: the next jobs fail) and
-``job_polls`` (how many queries answer "in progress" first), ``projects`` (name -> id), ``datasource_id``
-(the id a new data source gets; None: a fresh one each).
+Disabled", as Tableau's error code list names it), ``refuse_sites[content URL]`` (the sign-in to
+that site refused: a site without REST API access beside others that have it), ``job_finish_code``
+(1: the next jobs fail) and ``job_polls`` (how many queries answer "in progress" first), ``projects``
+(name -> id), ``datasource_id`` (the id a new data source gets; None: a fresh one each).
 
     server = TableauServer.start(projects={"Default": "p-1", "Security": "p-2"})
     server.url                                # http://127.0.0.1:<free port>
@@ -77,6 +86,50 @@ class _Refused(Exception):
         self.status, self.code, self.summary, self.detail = status, code, summary, detail
 
 
+# a grantee in a permissions answer: (element name user | group | groupSet, its id, {capability: Allow | Deny})
+Rule = tuple[str, str, dict[str, str]]
+
+
+@dataclass
+class SiteContent:
+    """One site as the REST API shows it: each item a dict of the attributes Tableau's XML gives it
+    (``projectId``, ``ownerId``, ``workbookId``, ``tags`` and a group's ``members`` become child elements)."""
+
+    luid: str
+    users: list[dict] = field(default_factory=list)
+    groups: list[dict] = field(default_factory=list)  # ... "members": [user id, ...]
+    group_sets: list[dict] = field(default_factory=list)  # ... "groups": [group id, ...]
+    projects: list[dict] = field(default_factory=list)
+    workbooks: list[dict] = field(default_factory=list)
+    views: list[dict] = field(default_factory=list)
+    datasources: list[dict] = field(default_factory=list)
+    flows: list[dict] = field(default_factory=list)
+    connections: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (workbooks, id) -> connections
+    permissions: dict[tuple[str, str], list[Rule]] = field(default_factory=dict)  # (projects, id) -> rules
+    default_permissions: dict[tuple[str, str], list[Rule]] = field(default_factory=dict)  # (project id, workbooks)
+
+
+# the listings (the path after /sites/<site>/) and their elements
+_LISTINGS = {
+    "users": ("users", "user"),
+    "groups": ("groups", "group"),
+    "groupsets": ("groupSets", "groupSet"),
+    "workbooks": ("workbooks", "workbook"),
+    "views": ("views", "view"),
+    "datasources": ("datasources", "datasource"),
+    "flows": ("flows", "flow"),
+}
+_SINGULAR = {
+    "projects": "project",
+    "workbooks": "workbook",
+    "views": "view",
+    "datasources": "datasource",
+    "flows": "flow",
+}
+# attributes that are child elements in Tableau's XML (an element carrying the id): key -> element
+_REFERENCES = {"projectId": "project", "ownerId": "owner", "workbookId": "workbook"}
+
+
 @dataclass
 class TableauServer:
     server: ThreadingHTTPServer
@@ -87,6 +140,8 @@ class TableauServer:
     job_finish_code: int = 0
     job_polls: int = 0
     refuse: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)
+    refuse_sites: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)  # content URL -> refusal
+    content: dict[str, SiteContent] = field(default_factory=dict)  # content URL -> what the site holds
     received: list[Received] = field(default_factory=list)
     # state: data sources ((project id, name) -> id), sessions (token -> site id), uploads, jobs
     datasources: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -112,6 +167,9 @@ class TableauServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes: without this, Nagle's algorithm holds the body back
+            # until the client acknowledges the headers, a delayed ACK on every keep-alive request
+            disable_nagle_algorithm = True
 
             def do_GET(self) -> None:
                 fake._handle(self, "GET")
@@ -187,7 +245,9 @@ class TableauServer:
                 raise _Refused(403, "403000", "Forbidden", "the site in the URL is not the one signed in to")
             what, site_id = site["what"], site["site"]
             if r.method == "GET" and what == "projects":
-                return self._projects(r)
+                return self._projects(r, site_id)
+            if r.method == "GET" and self._content_of(site_id) is not None:
+                return self._inventory(r, what, self._content_of(site_id))
             if r.method == "POST" and what == "fileUploads":
                 return self._upload_initiate(r)
             if r.method == "PUT" and what.startswith("fileUploads/"):
@@ -236,7 +296,10 @@ class TableauServer:
         self._check(r)
         if (name, credentials.get("personalAccessTokenSecret")) != (self.token_name, self.token_secret):
             raise _Refused(401, "401001", "Signin Error", "Error signing in to Tableau Server")
-        site_id = self.sites.setdefault(content_url, str(uuid.uuid4()))
+        if content_url in self.refuse_sites:
+            raise _Refused(*self.refuse_sites[content_url])
+        known = self.content.get(content_url)
+        site_id = self.sites.setdefault(content_url, known.luid if known else str(uuid.uuid4()))
         token = uuid.uuid4().hex
         self._sessions[token] = site_id
         root = _response()
@@ -245,10 +308,13 @@ class TableauServer:
         ET.SubElement(given, "user", id=str(uuid.uuid5(uuid.NAMESPACE_URL, name or "")))
         return 200, root
 
-    def _projects(self, r: Received) -> tuple[int, ET.Element]:
+    def _projects(self, r: Received, site_id: str) -> tuple[int, ET.Element]:
         r.op = "projects"
         self._check(r)
         number, size = int(r.query.get("pageNumber", 1)), int(r.query.get("pageSize", 100))
+        held = self._content_of(site_id)
+        if held is not None:
+            return self._listed(r, "projects", ("projects", "project"), held.projects)
         every = list(self.projects.items())
         root = _response()
         ET.SubElement(root, "pagination", pageNumber=str(number), pageSize=str(size), totalAvailable=str(len(every)))
@@ -409,6 +475,90 @@ class TableauServer:
         if job["finish_code"] == 1:
             ET.SubElement(detail, "notes").text = "the actions could not be applied to the data source"
         return 200, root
+
+    # --- what auditlake inventory reads ---------------------------------------------------------------
+
+    def _content_of(self, site_id: str | None) -> SiteContent | None:
+        return next((c for c in self.content.values() if c.luid == site_id), None)
+
+    def _inventory(self, r: Received, what: str, held: SiteContent) -> tuple[int, ET.Element]:
+        parts = what.split("/")
+        if len(parts) == 1 and parts[0] in _LISTINGS:
+            items = {"groupsets": held.group_sets}.get(parts[0]) or getattr(held, parts[0], [])
+            return self._listed(r, parts[0].replace("groupsets", "group_sets"), _LISTINGS[parts[0]], items)
+        if len(parts) == 3 and parts[0] == "groups" and parts[2] == "users":
+            group = next((g for g in held.groups if g["id"] == parts[1]), None)
+            if group is None:
+                raise _Refused(404, "404002", "Group Not Found", f"group '{parts[1]}' could not be found")
+            users = [u for u in held.users if u["id"] in group["members"]]
+            r.details["group_id"] = parts[1]
+            return self._listed(r, "group_users", ("users", "user"), users)
+        if len(parts) == 3 and parts[2] == "connections" and parts[0] in ("workbooks", "datasources", "flows"):
+            r.op, r.details["item_id"] = f"{_SINGULAR[parts[0]]}_connections", parts[1]
+            self._check(r)
+            root = _response()
+            listed = ET.SubElement(root, "connections")
+            for c in held.connections.get((parts[0], parts[1]), []):
+                shown = {k: v for k, v in c.items() if k not in ("password", "datasourceId")}
+                element = ET.SubElement(listed, "connection", _attributes(shown))
+                if c.get("datasourceId"):
+                    ET.SubElement(element, "datasource", id=c["datasourceId"], name="")
+            return 200, root
+        if len(parts) == 3 and parts[2] == "permissions" and parts[0] in _SINGULAR:
+            r.op, r.details["item_id"] = f"{_SINGULAR[parts[0]]}_permissions", parts[1]
+            self._check(r)
+            return 200, _permissions(_SINGULAR[parts[0]], parts[1], held.permissions.get((parts[0], parts[1]), []))
+        if len(parts) == 4 and parts[0] == "projects" and parts[2] == "default-permissions":
+            r.op, r.details["item_id"], r.details["content_type"] = "default_permissions", parts[1], parts[3]
+            self._check(r)
+            return 200, _permissions("project", parts[1], held.default_permissions.get((parts[1], parts[3]), []))
+        raise _Refused(
+            404, "404000", "Not Found", f"{r.method} {r.path}: not implemented by auditlake_devtools.tableau_server"
+        )
+
+    def _listed(self, r: Received, op: str, names: tuple[str, str], items: list[dict]) -> tuple[int, ET.Element]:
+        """One page of a paginated listing, as Tableau pages: ``pageNumber`` from 1, ``pageSize`` items."""
+        r.op = op
+        self._check(r)
+        number, size = int(r.query.get("pageNumber", 1)), int(r.query.get("pageSize", 100))
+        root = _response()
+        ET.SubElement(root, "pagination", pageNumber=str(number), pageSize=str(size), totalAvailable=str(len(items)))
+        listed = ET.SubElement(root, names[0])
+        for item in items[(number - 1) * size : number * size]:
+            plain = {k: v for k, v in item.items() if k not in (*_REFERENCES, "tags", "members", "groups", "domain")}
+            element = ET.SubElement(listed, names[1], _attributes(plain))
+            for key, child in _REFERENCES.items():
+                if item.get(key):
+                    ET.SubElement(element, child, id=item[key])
+            if "domain" in item:
+                ET.SubElement(element, "domain", name=item["domain"])
+            if "tags" in item:
+                tags = ET.SubElement(element, "tags")
+                for tag in item["tags"]:
+                    ET.SubElement(tags, "tag", label=tag)
+            if names[1] == "groupSet":
+                element.set("groupCount", str(len(item["groups"])))
+                for group_id in item["groups"]:
+                    ET.SubElement(element, "group", id=group_id, name="")
+        return 200, root
+
+
+def _attributes(item: dict) -> dict[str, str]:
+    """An item's attributes as XML text: booleans as true/false, None left out."""
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in item.items() if v is not None}
+
+
+def _permissions(kind: str, item_id: str, rules: list[Rule]) -> ET.Element:
+    root = _response()
+    shown = ET.SubElement(root, "permissions")
+    ET.SubElement(shown, kind, id=item_id)
+    for grantee, grantee_id, capabilities in rules:
+        rule = ET.SubElement(shown, "granteeCapabilities")
+        ET.SubElement(rule, grantee, id=grantee_id)
+        listed = ET.SubElement(rule, "capabilities")
+        for name, mode in capabilities.items():
+            ET.SubElement(listed, "capability", name=name, mode=mode)
+    return root
 
 
 def _response() -> ET.Element:

@@ -20,6 +20,7 @@
     auditlake export hyper [--out DIR] [--tdsx]  the analysts' marts (masked) in one Hyper file for Tableau
     auditlake publish [--out DIR]           export hyper, then the data source on Tableau Cloud/Server (changes only)
     auditlake pull [--dest DIR]             the Activity Log from Tableau Cloud Manager's Platform Data API -> landing
+    auditlake inventory [--dest DIR]        each site's users, content, permissions from Tableau's REST API -> landing
     auditlake dq report                     the Data Docs site and the latest validation run
     auditlake cluster start|stop|status    a Spark standalone master + workers here (for --env cluster)
 
@@ -243,6 +244,14 @@ def cmd_pull(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.pull.run import pull
 
     pull(cfg, dest=Path(args.dest) if args.dest else None, log=log)
+    return 0
+
+
+def cmd_inventory(cfg: Config, args: argparse.Namespace) -> int:
+    """No Spark and no refresh lock: files land whole under their final names (bronze may list meanwhile)."""
+    from pipelines.inventory.run import inventory
+
+    inventory(cfg, dest=Path(args.dest) if args.dest else None, log=log)
     return 0
 
 
@@ -502,6 +511,16 @@ def _add_pull(sub) -> None:
     p.set_defaults(func=cmd_pull)
 
 
+def _add_inventory(sub) -> None:
+    p = sub.add_parser(
+        "inventory",
+        help="each site's users, groups, projects, content, data connections and permission rules from "
+        "Tableau's REST API into the landing tree as entity snapshots (conf inventory.*, docs/sources.md)",
+    )
+    p.add_argument("--dest", metavar="DIR", help="the landing tree to write (default paths.landing_dir)")
+    p.set_defaults(func=cmd_inventory)
+
+
 def _add_dq(sub) -> None:
     p = sub.add_parser("dq", help="data quality: `auditlake dq report` builds the Data Docs site")
     dq = p.add_subparsers(dest="action", required=True)
@@ -535,6 +554,7 @@ COMMANDS = (
     _add_export,
     _add_publish,
     _add_pull,
+    _add_inventory,
     _add_dq,
     _add_cluster,
 )

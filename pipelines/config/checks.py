@@ -64,6 +64,8 @@ SECRETS = (
     ("tableau.publish_on_refresh", True, "tableau.token_name_env", "the personal access token's name"),
     ("tableau.publish_on_refresh", True, "tableau.token_secret_env", "the personal access token's secret"),
     ("pull.on_refresh", True, "pull.token_secret_env", "the Cloud Manager personal access token's secret"),
+    ("inventory.on_refresh", True, "tableau.token_name_env", "the personal access token's name"),
+    ("inventory.on_refresh", True, "tableau.token_secret_env", "the personal access token's secret"),
 )
 
 # pydantic's error types for a value of the wrong kind -> the kind wanted, as the message says it
@@ -155,6 +157,8 @@ def validate(
             "tableau.server_url",
             f"is empty: tableau.publish_on_refresh is true ({origin('tableau.publish_on_refresh')})",
         )
+    if lookup("inventory.on_refresh") and not lookup("tableau.server_url"):
+        fail("tableau.server_url", f"is empty: inventory.on_refresh is true ({origin('inventory.on_refresh')})")
     _check_pull(lookup, fail, origin)
     if lookup("sources.server_logs.roots") and not lookup("sources.server_logs.timezone"):
         fail(

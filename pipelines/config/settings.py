@@ -525,6 +525,15 @@ class Pull(Section):
     on_refresh: bool = key(False, "`auditlake refresh` pulls first (a failed pull does not stop it)")
 
 
+class Inventory(Section):
+    sites: ListOf(r"[A-Za-z0-9_-]*", "site content URLs (letters, digits, - and _; '' = Default)") = key(
+        [], "the sites read, by content URL ([] = tableau.site alone)"
+    )
+    page_size: Whole(1, 1000) = key(100, "items per listing page")
+    timeout_seconds: Whole(1, 600) = key(60, "per request")
+    on_refresh: bool = key(False, "`auditlake refresh` takes an inventory first (a failed one does not stop it)")
+
+
 class Ocsf(Section):
     out_dir: Text() = key("", "Security Lake's bucket (s3a://...) or a folder; '' = <data_dir>/ocsf")
     source_name: Text(
@@ -571,3 +580,4 @@ class Settings(Section):
     tableau: Tableau = key(Tableau, "`auditlake publish`")
     ocsf: Ocsf = key(Ocsf, "`auditlake export ocsf`")
     pull: Pull = key(Pull, "`auditlake pull`: the Activity Log from Tableau Cloud Manager's Platform Data API")
+    inventory: Inventory = key(Inventory, "`auditlake inventory`: each site's state from Tableau's REST API")

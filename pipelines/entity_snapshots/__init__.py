@@ -21,3 +21,7 @@ LINEAGE = (
     "run_id",
     "ingest_ts",
 )
+
+# The name every file `auditlake inventory` writes starts with: for a site, type and hour that both
+# Tableau and the inventory delivered, silver takes Tableau's rows (pipelines/inventory).
+INVENTORY_PREFIX = "inventory-"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.entity_snapshots import LINEAGE
+from pipelines.entity_snapshots import INVENTORY_PREFIX, LINEAGE
 
 # silver's own columns besides what the snapshots deliver
 HISTORY_COLUMNS = ("site_luid", "entity_key", "valid_from", "valid_to", "is_current", "row_hash", "source_file")
@@ -21,6 +21,20 @@ HISTORY_COLUMNS = ("site_luid", "entity_key", "valid_from", "valid_to", "is_curr
 def payload_columns(snapshots: DataFrame) -> list[str]:
     """The delivered columns of a bronze entity frame."""
     return [c for c in snapshots.columns if c not in LINEAGE]
+
+
+def prefer_tableau(snapshots: DataFrame) -> DataFrame:
+    """Bronze rows of one type -> the same, less the inventory's rows of every (site, hour) that Tableau's
+    own snapshot files also delivered: one state per hour, and Tableau's is the one it keeps itself."""
+    name = F.regexp_extract(F.col("source_file"), r"([^/]*)$", 1)
+    from_inventory = name.startswith(INVENTORY_PREFIX)
+    tableau_too = F.max((~from_inventory).cast("int")).over(Window.partitionBy("snapshot_site_luid", "snapshot_hour"))
+    return (
+        snapshots.withColumn("_inventory", from_inventory)
+        .withColumn("_tableau_too", tableau_too)
+        .where(~F.col("_inventory") | (F.col("_tableau_too") == 0))
+        .drop("_inventory", "_tableau_too")
+    )
 
 
 def keyed(snapshots: DataFrame, key_columns: list[str]) -> DataFrame:

@@ -22,7 +22,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.load import Config
-from pipelines.entity_snapshots.history import closings, keyed, new_versions, payload_columns, transitions
+from pipelines.entity_snapshots.history import (
+    closings,
+    keyed,
+    new_versions,
+    payload_columns,
+    prefer_tableau,
+    transitions,
+)
 from pipelines.lake import storage
 from pipelines.lake.delta_tables import (
     COMMIT_NOTE,
@@ -41,9 +48,17 @@ HOURS_SCHEMA = (
     "run_id string, bronze_ingest_ts timestamp, recorded_at timestamp"
 )
 COMMIT_MARK = "auditlake snapshots run "
-# Row keys when conf snapshots.keys does not name them: the entity's LUID; a membership is a pair.
+# Row keys when conf snapshots.keys does not name them: the entity's LUID; a membership is a pair; a
+# connection is its item's; a permission rule is an item's (or a project template's) capability for one
+# grantee, so a rule whose mode turns from Allow to Deny is a new version of the same rule.
 DEFAULT_KEY = "luid"
-DEFAULT_KEYS = {"group_members": ["group_luid", "user_luid"]}
+DEFAULT_KEYS = {
+    "group_members": ["group_luid", "user_luid"],
+    "group_set_members": ["group_set_luid", "group_luid"],
+    "data_connections": ["item_type", "item_luid", "luid"],
+    "permissions": ["item_type", "item_luid", "grantee_type", "grantee_luid", "capability"],
+    "default_permissions": ["project_luid", "content_type", "grantee_type", "grantee_luid", "capability"],
+}
 
 
 @dataclass
@@ -208,7 +223,7 @@ def _apply(
             ),
             ["snapshot_site_luid", "snapshot_hour"],
         )
-        rows[e] = keyed(snapshots, key_columns(cfg, e))
+        rows[e] = keyed(prefer_tableau(snapshots), key_columns(cfg, e))
     keys = reduce(
         DataFrame.union,
         [

@@ -14,6 +14,7 @@ from pipelines.command.console import log
 from pipelines.config.load import Config
 from pipelines.errors import UsageError
 from pipelines.integrity.capture import write_digest
+from pipelines.inventory.run import inventory_before_refresh
 from pipelines.lake.run_log import refresh_lock
 from pipelines.pull.run import pull_before_refresh
 from pipelines.refresh import nothing_new
@@ -43,6 +44,8 @@ def refresh(
     with refresh_lock(cfg, wait_seconds=wait, log=log):
         if cfg.settings.pull.on_refresh and "bronze" in layers:  # first, so that bronze finds what it brought
             pull_before_refresh(cfg, log=log)
+        if cfg.settings.inventory.on_refresh and "bronze" in layers:  # so that bronze lands the files it wrote
+            inventory_before_refresh(cfg, log=log)
         if "bronze" in layers and copies_before_spark(cfg):  # so the check below sees what the copy brought
             copy_server_logs(cfg, None, log)
         verdict = _what_changed(cfg, layers, source)
