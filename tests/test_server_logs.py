@@ -22,6 +22,7 @@ from pipelines.server_logs import offsets, pieces
 from pipelines.server_logs.discover import LogRoot, ServerLog
 from pipelines.server_logs.pieces import REPLACED, UNREADABLE, VANISHED, copy_new_lines, pending_notes
 
+pytestmark = [pytest.mark.slow(minutes=3)]  # the chain of refresh processes at its end
 ZONE = "Europe/Berlin"
 
 
@@ -312,7 +313,6 @@ def _written_lines(tree: Path) -> Counter:
     )
 
 
-@pytest.mark.slow(minutes=3)
 @pytest.mark.subprocess
 @pytest.mark.e2e
 def test_a_log_tree_appended_rotated_and_killed_lands_every_line_once(spark, tmp_path):
