@@ -11,7 +11,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, StringType, StructType
+from pyspark.sql.types import StringType
 
 from pipelines.analyst.publish import (
     CATALOG_FILE,
@@ -28,7 +28,7 @@ from pipelines.lake import storage
 from pipelines.lake.table_names import tables
 from pipelines.personal_data import MASKED_ROLES, NONE, PERSON_KEY, RAW, catalogue
 from pipelines.personal_data.pseudonym import pseudonym
-from tests.lake import fingerprints
+from tests.lake import clear_person_keys, fingerprints
 
 
 def _copy(spark, cfg, name: str) -> DataFrame:
@@ -221,62 +221,13 @@ def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spa
     assert untagged == {}, f"mart columns holding personal values without meta {{personal: ...}}: {untagged}"
 
 
-def _person_keys(spark, cfg) -> DataFrame:
-    """Every LUID or user id silver holds as a person's key (lower case, as text), and every user LUID the
-    users' snapshots hold, but those it also holds where nothing personal is (a group's LUID: a permission
-    rule's grantee is a user or a group)."""
-    t = tables(cfg)
-    keys, other = [], []
-    for source in ("site", "tenant"):
-        frame = spark.table(t.silver_events(source))
-        keys.append(
-            frame.select(
-                F.explode(F.array(*[F.col(c).cast("string") for c in catalogue().columns(source, PERSON_KEY)]))
-            )
-        )
-        text = [f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)]
-        other.append(
-            frame.select(F.explode(F.array(*[F.col(c) for c in text if c in catalogue().columns(source, NONE)])))
-        )
-    keys.append(spark.table(f"{t.silver_schema}.entity_users_history").select(F.col("luid").cast("string")))
-    other.append(spark.table(f"{t.silver_schema}.entity_groups_history").select(F.col("luid").cast("string")))
-    found = reduce(DataFrame.union, keys).toDF("value").select(F.lower("value").alias("value"))
-    theirs = reduce(DataFrame.union, other).toDF("value").select(F.lower("value").alias("value"))
-    return found.where("value IS NOT NULL AND length(value) > 3").distinct().join(theirs, "value", "left_anti")
-
-
-def _cells(name: str, frame: DataFrame) -> DataFrame:
-    """(mart, column, value) for every cell of ``frame`` as text: a scalar's value, each element of an
-    array of scalars (a struct or map column: none of the marts has one)."""
-    nested = (ArrayType, MapType, StructType)
-    cells = []
-    for f in frame.schema.fields:
-        column = F.col(f"`{f.name}`")
-        if isinstance(f.dataType, ArrayType) and not isinstance(f.dataType.elementType, nested):
-            values = F.transform(column, lambda v: v.cast("string"))
-        else:
-            assert not isinstance(f.dataType, nested), f"{name}.{f.name}: {f.dataType.simpleString()}"
-            values = F.array(column.cast("string"))
-        cells.append(F.struct(F.lit(f.name).alias("column"), values.alias("values")))
-    return frame.select(F.explode(F.array(*cells)).alias("cell")).select(
-        F.lit(name).alias("mart"), "cell.column", F.explode("cell.values").alias("value")
-    )
-
-
 def test_the_analysts_tables_hold_no_person_luid_in_clear_and_still_join_on_it(spark, gold_lake):
     """No cell of any analysts' table (a text, an integer, an array's element) equals a person's LUID or
     user id that silver holds; the pseudonym is the same in every table, so a join of two copies on it
     gives the rows the same join of the marts gives."""
     cfg = gold_lake[0]
-    keys = _person_keys(spark, cfg).cache()
-    assert keys.count() > 100
-    cells = [_cells(name, _copy(spark, cfg, name)) for name in mart_tables(spark, tables(cfg).gold_schema)]
-    clear = reduce(DataFrame.unionByName, cells).withColumn("value", F.lower("value")).join(keys, "value", "left_semi")
-    found = {
-        f"{r['mart']}.{r['column']}": r["value"]
-        for r in clear.groupBy("mart", "column").agg(F.min("value").alias("value")).collect()
-    }
-    keys.unpersist()
+    copies = {name: _copy(spark, cfg, name) for name in mart_tables(spark, tables(cfg).gold_schema)}
+    found = clear_person_keys(spark, cfg, copies)
     assert found == {}, f"person LUIDs in clear in the analysts' tables ({tables_location(cfg)}): {found}"
     # a sign-in joined to its user's role versions, on the pseudonymised (site, user) key, in copies and marts
     gold = tables(cfg).gold
