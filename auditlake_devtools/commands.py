@@ -128,6 +128,17 @@ def cmd_docs_analyst_guide(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs_mart_contract(cfg: Config, args: argparse.Namespace) -> int:
+    from auditlake_devtools.mart_contract import CONTRACT, mart_columns, write_contract
+    from pipelines.lake.table_names import tables
+    from pipelines.runtime.spark_session import build_spark
+
+    columns = mart_columns(build_spark(cfg), tables(cfg).gold_schema)
+    write_contract(columns, Path(args.out) if args.out else CONTRACT)
+    log(f"mart contract: {len(columns)} marts, {sum(map(len, columns.values()))} columns -> {args.out or CONTRACT}")
+    return 0
+
+
 def register(sub) -> None:
     """Add the tooling commands to ``auditlake``'s sub-command parser."""
     from auditlake_devtools.sample.activity_log.writer import LAYOUTS
@@ -239,8 +250,11 @@ def register(sub) -> None:
     p.add_argument("--doc", default="docs/performance.md")
     p.set_defaults(func=cmd_bench, writes_lake=True)  # its refreshes make the analysts' copies
 
-    p = sub.add_parser("docs", help="`analyst-guide`: re-run the analyst guide's SQL on this lake, write the outputs")
+    p = sub.add_parser("docs", help="`analyst-guide`, `mart-contract`: a committed file written from this lake")
     docs = p.add_subparsers(dest="doc", required=True)
     p = docs.add_parser("analyst-guide", help="after `make demo`: each SQL block's output table from the demo lake")
     p.add_argument("--guide", help="the guide to rewrite (default docs/analyst-guide.md)")
     p.set_defaults(func=cmd_docs_analyst_guide)
+    p = docs.add_parser("mart-contract", help="after a refresh: every mart's columns and types, from the lake's gold")
+    p.add_argument("--out", help="the list to write (default dbt_project/contract/marts.yml)")
+    p.set_defaults(func=cmd_docs_mart_contract)

@@ -175,3 +175,77 @@ def file_gone(folder: str | Path) -> str:
         + re.escape("/" + str(folder).strip("/"))
         + r"/\S+\. File does not exist\."
     )
+
+
+def person_keys(spark, cfg):
+    """Every LUID or user id silver holds as a person's key (lower case, as text), and every user LUID the
+    users' snapshots hold, but those it also holds where nothing personal is (a group's LUID: a permission
+    rule's grantee is a user or a group): what no analysts' table may hold in clear."""
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    from pipelines.lake.table_names import tables
+    from pipelines.personal_data import NONE, PERSON_KEY, catalogue
+
+    t = tables(cfg)
+    keys, other = [], []
+    for source in ("site", "tenant"):
+        frame = spark.table(t.silver_events(source))
+        keys.append(
+            frame.select(
+                F.explode(F.array(*[F.col(c).cast("string") for c in catalogue().columns(source, PERSON_KEY)]))
+            )
+        )
+        text = [f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)]
+        other.append(
+            frame.select(F.explode(F.array(*[F.col(c) for c in text if c in catalogue().columns(source, NONE)])))
+        )
+    keys.append(spark.table(f"{t.silver_schema}.entity_users_history").select(F.col("luid").cast("string")))
+    other.append(spark.table(f"{t.silver_schema}.entity_groups_history").select(F.col("luid").cast("string")))
+    found = reduce(DataFrame.union, keys).toDF("value").select(F.lower("value").alias("value"))
+    theirs = reduce(DataFrame.union, other).toDF("value").select(F.lower("value").alias("value"))
+    return found.where("value IS NOT NULL AND length(value) > 3").distinct().join(theirs, "value", "left_anti")
+
+
+def cell_values(name: str, frame):
+    """(mart, column, value) for every cell of ``frame`` as text: a scalar's value, each element of an
+    array of scalars (a struct or map column: none of the marts has one)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    nested = (ArrayType, MapType, StructType)
+    cells = []
+    for f in frame.schema.fields:
+        column = F.col(f"`{f.name}`")
+        if isinstance(f.dataType, ArrayType) and not isinstance(f.dataType.elementType, nested):
+            values = F.transform(column, lambda v: v.cast("string"))
+        else:
+            assert not isinstance(f.dataType, nested), f"{name}.{f.name}: {f.dataType.simpleString()}"
+            values = F.array(column.cast("string"))
+        cells.append(F.struct(F.lit(f.name).alias("column"), values.alias("values")))
+    return frame.select(F.explode(F.array(*cells)).alias("cell")).select(
+        F.lit(name).alias("mart"), "cell.column", F.explode("cell.values").alias("value")
+    )
+
+
+def clear_person_keys(spark, cfg, frames: dict) -> dict[str, str]:
+    """``mart.column`` -> a person's LUID or id (``person_keys``) that a cell of ``frames`` (name -> frame)
+    holds in clear, in one job over them all."""
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    keys = person_keys(spark, cfg).cache()
+    assert keys.count() > 100
+    cells = reduce(DataFrame.unionByName, [cell_values(name, frame) for name, frame in frames.items()])
+    clear = cells.withColumn("value", F.lower("value")).join(keys, "value", "left_semi")
+    found = {
+        f"{r['mart']}.{r['column']}": r["value"]
+        for r in clear.groupBy("mart", "column").agg(F.min("value").alias("value")).collect()
+    }
+    keys.unpersist()
+    return found

@@ -17,6 +17,7 @@ from pipelines.analyst.publish import (
     CATALOG_FILE,
     mart_docs,
     masked_columns,
+    masked_sql,
     publish_analyst_tables,
     tables_location,
 )
@@ -25,9 +26,9 @@ from pipelines.config.settings import Settings
 from pipelines.gold.compact import mart_tables
 from pipelines.lake import storage
 from pipelines.lake.table_names import tables
-from pipelines.personal_data import MASKED_ROLES, NONE, RAW, catalogue
-from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
-from tests.lake import fingerprints
+from pipelines.personal_data import MASKED_ROLES, NONE, PERSON_KEY, RAW, catalogue
+from pipelines.personal_data.pseudonym import pseudonym
+from tests.lake import clear_person_keys, fingerprints
 
 
 def _copy(spark, cfg, name: str) -> DataFrame:
@@ -47,19 +48,28 @@ def test_every_mart_has_a_masked_copy_with_its_rows_columns_and_docs(spark, gold
     copies, expected, masked_values, clear_values = {}, {}, [], []
     for name in marts:
         mart, copy = spark.table(t.gold(name)), _copy(spark, cfg, name)
-        assert [(f.name, f.dataType) for f in copy.schema] == [(f.name, f.dataType) for f in mart.schema], name
+        masked, roles = masked_columns(docs[name]), docs[name].personal
+        # a masked column is text (an integer user id too), every other one the mart's type
+        assert [(f.name, f.dataType) for f in copy.schema] == [
+            (f.name, StringType() if f.name in masked else f.dataType) for f in mart.schema
+        ], name
         documented = {c: d for c, d in docs[name].columns.items() if d}
         assert {f.name: f.metadata.get("comment") for f in copy.schema if f.name in documented} == documented, name
-        masked = masked_columns(docs[name])
         assert sorted(masked) == catalog["marts"][name]["masked"]
         # row for row the mart masked, whether the copy was made whole or followed the mart's changes
         copies[name] = copy
         expected[name] = mart.selectExpr(
-            *[f"{pseudonym_sql(f'`{c}`', key)} AS `{c}`" if c in masked else f"`{c}`" for c in mart.columns]
+            *[f"{masked_sql(c, roles[c], key)} AS `{c}`" if c in masked else f"`{c}`" for c in mart.columns]
         )
         for c in sorted(masked):
+            clear = F.col(f"`{c}`").cast("string")
             masked_values.append(copy.select(F.lit(f"{name}.{c}").alias("column"), F.col(f"`{c}`").alias("value")))
-            clear_values.append(mart.select(F.lit(f"{name}.{c}").alias("column"), F.col(f"`{c}`").alias("value")))
+            clear_values.append(
+                mart.select(
+                    F.lit(f"{name}.{c}").alias("column"),
+                    (F.lower(clear) if roles[c] == PERSON_KEY else clear).alias("value"),
+                )
+            )
     # fingerprints of every copy and every masked mart, then the masked columns' values, in four jobs, not
     # three per mart (tests/lake.py: CI time, issue 30)
     assert fingerprints(copies) == fingerprints(expected)
@@ -128,10 +138,11 @@ def test_a_publish_with_nothing_new_copies_nothing_and_a_new_key_copies_everythi
 
 
 def _personal_values(spark, cfg) -> DataFrame:
-    """Every value silver holds as an e-mail, a name or a network trace (a by_event column's only on
-    its events), but those it also holds where nothing personal is (a user named like a workbook:
-    such a value says nothing about a column). Raw text is left out: it is masked whole, and a part
-    of it may be anything. One scan per silver table."""
+    """Every value silver holds as a person's key, an e-mail, a name or a network trace (a by_event
+    column's only on its events), but those it also holds where nothing personal is (a user named like
+    a workbook, a group's LUID as a permission rule's grantee: such a value says nothing about a column).
+    Raw text is left out: it is masked whole, and a part of it may be anything. One scan per silver
+    table."""
     t = tables(cfg)
     sources = {"site": t.silver_events("site"), "tenant": t.silver_events("tenant"), "writeback": t.writeback_audit}
     roles = [r for r in MASKED_ROLES if r != RAW]
@@ -148,6 +159,7 @@ def _personal_values(spark, cfg) -> DataFrame:
         for found, values in ((personal, mine), (other, theirs)):
             if values:
                 found.append(frame.select(F.explode(F.array(*values)).alias("value")))
+    other.append(spark.table(f"{t.silver_schema}.entity_groups_history").select(F.lower("luid").alias("value")))
     values = reduce(DataFrame.unionByName, personal).where("value IS NOT NULL AND length(value) > 3").distinct()
     return values.join(reduce(DataFrame.unionByName, other).distinct(), "value", "left_anti").cache()
 
@@ -184,8 +196,8 @@ def test_the_servers_views_list_each_column_with_its_description_as_the_metastor
 
 
 def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spark, gold_lake):
-    """Data, not names: a mart column (string) that holds a value that silver's catalogue calls an
-    e-mail, a name or a network trace must carry meta {personal: <masked role>} in the marts' YAML."""
+    """Data, not names: a mart column (string) that holds a value that silver's catalogue calls a person's
+    key, an e-mail, a name or a network trace must carry meta {personal: <masked role>} in the marts' YAML."""
     cfg = gold_lake[0]
     t = tables(cfg)
     values = _personal_values(spark, cfg)
@@ -207,3 +219,22 @@ def test_a_mart_column_holding_a_personal_value_is_tagged_with_a_masked_role(spa
         untagged.update({f"{name}.{r['column']}": r["e"] for r in hits.collect()})  # column -> one value held
     values.unpersist()
     assert untagged == {}, f"mart columns holding personal values without meta {{personal: ...}}: {untagged}"
+
+
+def test_the_analysts_tables_hold_no_person_luid_in_clear_and_still_join_on_it(spark, gold_lake):
+    """No cell of any analysts' table (a text, an integer, an array's element) equals a person's LUID or
+    user id that silver holds; the pseudonym is the same in every table, so a join of two copies on it
+    gives the rows the same join of the marts gives."""
+    cfg = gold_lake[0]
+    copies = {name: _copy(spark, cfg, name) for name in mart_tables(spark, tables(cfg).gold_schema)}
+    found = clear_person_keys(spark, cfg, copies)
+    assert found == {}, f"person LUIDs in clear in the analysts' tables ({tables_location(cfg)}): {found}"
+    # a sign-in joined to its user's role versions, on the pseudonymised (site, user) key, in copies and marts
+    gold = tables(cfg).gold
+
+    def joined(logins: DataFrame, users: DataFrame) -> int:
+        return logins.join(users, ["site_luid", "user_luid"]).count()
+
+    in_gold = joined(spark.table(gold("fct_logins")), spark.table(gold("dim_users")))
+    assert in_gold > 0
+    assert joined(_copy(spark, cfg, "fct_logins"), _copy(spark, cfg, "dim_users")) == in_gold

@@ -284,8 +284,8 @@ def test_reconcile_balances_and_a_refresh_adds_nothing(spark, erased):
 
 
 def test_the_analysts_copies_of_the_marts_hold_no_clear_value_after_erase(spark, erased):
-    """The copies hold the LUIDs in clear and keyed pseudonyms of the values: copied again from the
-    rewritten marts, and the versions before vacuumed."""
+    """The copies hold keyed pseudonyms of the person's LUIDs and values (of their tokens, after the
+    erasure): copied again from the rewritten marts, and the versions before vacuumed."""
     cfg, values, _before, report = erased
     location = analyst_tables_location(cfg)
     copies = [name for name, is_dir in storage.list_status(spark, location) if is_dir]

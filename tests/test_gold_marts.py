@@ -1,7 +1,7 @@
 """What gold's marts hold on the shared lake: each fact reconciles with the silver rows it covers,
 the sample's stories are answered, one person per LUID and wide numbers intact, every finding once in
-rpt_detections, compaction keeps the rows; and the marts read through the Thrift server and
-`auditlake sql`."""
+rpt_detections, compaction keeps the rows, the columns and types of the marts' contract are kept; and
+the marts read through the Thrift server and `auditlake sql`."""
 
 from __future__ import annotations
 
@@ -165,3 +165,15 @@ def test_sql_command_query(spark, gold_lake):
     columns, rows, truncated = run_query(spark, f"SELECT event_id FROM {cfg.get('gold.schema')}.fct_logins", 5)
     assert columns == ["event_id"] and len(rows) == 5 and truncated
     assert format_rows(columns, rows, "csv").count("\n") == 6
+
+
+def test_the_marts_keep_the_columns_and_types_their_contract_lists(spark, gold_lake):
+    """dbt_project/contract/marts.yml (auditlake_devtools/mart_contract.py): every column it lists is in its
+    mart with its type; a column it does not list yet is an addition and passes."""
+    from auditlake_devtools.mart_contract import CHANGES, CONTRACT, broken, mart_columns, read_contract
+
+    built = mart_columns(spark, gold_lake[0].get("gold.schema"))
+    assert broken(read_contract(), built) == {}, (
+        f"marts that break {CONTRACT.name}: if meant, write it again (`auditlake docs mart-contract`) and name "
+        f"each column in {CHANGES.name}, in the same commit"
+    )

@@ -22,7 +22,7 @@ from pipelines.analyst.publish import CATALOG_FILE, tables_location
 from pipelines.config.load import load_config
 from pipelines.hyper.export import SCHEMA, WATERMARK, export_hyper, hyper_frame, hyper_path, incremental_keys
 from pipelines.lake import storage
-from tests.lake import fingerprints, variant_environ
+from tests.lake import clear_person_keys, fingerprints, variant_environ
 
 FACT = "fct_logins"  # an incremental fact (unique_key event_id) the gold lake has rows in
 
@@ -109,6 +109,15 @@ def test_every_mart_reads_back_from_hyper_as_the_analysts_see_it(spark, hyper_la
     assert columns["user_email"] == "TEXT"
     emails = spark.read.parquet(str(tmp_path / f"{FACT}.parquet")).where("user_email IS NOT NULL")
     assert emails.count() > 0 and emails.where(~F.col("user_email").startswith("pii:")).count() == 0
+
+
+def test_the_hyper_file_holds_no_person_luid_in_clear(spark, hyper_lake, first, tmp_path):
+    """Read back with Hyper itself: no cell of any table equals a person's LUID or user id that silver holds
+    (the analysts' pseudonyms, as in their copies)."""
+    cfg, _environ = hyper_lake
+    back = _read_back(first.path, sorted(_catalog(cfg)["marts"]), tmp_path)
+    frames = {name: spark.read.parquet(str(parquet)) for name, (_columns, parquet) in back.items()}
+    assert clear_person_keys(spark, cfg, frames) == {}
 
 
 def test_a_second_export_with_nothing_new_writes_nothing(spark, hyper_lake, first):

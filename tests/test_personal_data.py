@@ -75,7 +75,9 @@ def test_every_mart_tag_names_a_role_and_the_masked_ones_are_known():
     assert set(tagged.values()) <= set(PERSONAL_ROLES)
     assert docs["fct_logins"].personal["user_email"] == "email"
     assert {"email", "network"} <= {tagged[k] for k in tagged if k[0] == "rpt_new_sign_in_sources"}
-    assert all(role in MASKED_ROLES for role in tagged.values() if role != "person_key")
+    assert set(tagged.values()) <= set(MASKED_ROLES)  # a person's key too: analysts read its pseudonym
+    assert docs["fct_logins"].personal["user_luid"] == "person_key"
+    assert "site_luid" not in docs["fct_logins"].personal  # a site is no person
 
 
 KEY = b"k" * 40

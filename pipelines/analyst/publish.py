@@ -31,7 +31,7 @@ from pipelines.gold.compact import Compaction, compact, log_compaction, mart_tab
 from pipelines.lake import storage
 from pipelines.lake.delta_tables import for_each_table, table_version
 from pipelines.lake.table_names import tables
-from pipelines.personal_data import MASKED_ROLES, META_KEY, ROLES
+from pipelines.personal_data import MASKED_ROLES, META_KEY, PERSON_KEY, ROLES
 from pipelines.personal_data.pseudonym import pseudonym, pseudonym_sql
 
 MARTS_DIR = DBT_DIR / "models" / "marts"
@@ -143,11 +143,22 @@ def read_catalog(spark: SparkSession, cfg: Config) -> dict:
     return json.loads(text) if text else {"marts": {}}
 
 
+def masked_sql(column: str, role: str, key: bytes) -> str:
+    """Spark SQL for the pseudonym of ``column`` under its role: a person's key (a LUID or user id) from
+    its lower-case text, so that a LUID delivered in upper case somewhere reads as the same pseudonym in
+    every table (its joins and distinct counts hold), and an integer id as the pseudonym of its digits."""
+    quoted = f"`{column}`"
+    return pseudonym_sql(f"lower(CAST({quoted} AS STRING))" if role == PERSON_KEY else quoted, key)
+
+
 def _masked(frame: DataFrame, doc: MartDoc, key: bytes) -> DataFrame:
-    """``frame`` with the mart's masked columns as their keyed pseudonyms."""
+    """``frame`` with the mart's masked columns as their keyed pseudonyms (text, whatever the mart's type)."""
     masked = masked_columns(doc)
     return frame.selectExpr(
-        *[f"{pseudonym_sql(f'`{name}`', key)} AS `{name}`" if name in masked else f"`{name}`" for name in frame.columns]
+        *[
+            f"{masked_sql(name, doc.personal[name], key)} AS `{name}`" if name in masked else f"`{name}`"
+            for name in frame.columns
+        ]
     )
 
 
@@ -195,11 +206,13 @@ def _follow_feed(
             .option("endingVersion", version)
             .table(source)
         )
-        fields = [(f.name, f.dataType) for f in changes.schema.fields if f.name not in FEED_COLUMNS]
+        columns = [f.name for f in changes.schema.fields if f.name not in FEED_COLUMNS]
+        inserted = _masked(changes.where(F.col("_change_type") == "insert").select(*columns), doc, key)
+        # compared masked: a masked id column is text in the copy whatever its type in the mart
+        fields = [(f.name, f.dataType) for f in inserted.schema.fields]
         if fields != [(f.name, f.dataType) for f in spark.read.format("delta").load(target).schema.fields]:
             return False
-        inserted = changes.where(F.col("_change_type") == "insert").select(*[name for name, _ in fields])
-        _masked(inserted, doc, key).write.format("delta").mode("append").save(target)
+        inserted.write.format("delta").mode("append").save(target)
     except Exception:  # no feed over these versions (turned off, or its files vacuumed): the append is one
         return False  # commit, so nothing was written, and a whole copy is always right
     return True

@@ -22,8 +22,9 @@ SOURCES = ("site", "tenant", "writeback")  # silver's site_events, tenant_events
 PERSON_KEY, EMAIL, PERSON_NAME, NETWORK, RAW, NONE = "person_key", "email", "person_name", "network", "raw", "none"
 ROLES = (PERSON_KEY, EMAIL, PERSON_NAME, NETWORK, RAW, NONE)
 PERSONAL_ROLES = ROLES[:-1]
-# Read as keyed pseudonyms by analysts; a person_key stays in clear (Tableau's opaque id, the join key).
-MASKED_ROLES = (EMAIL, PERSON_NAME, NETWORK, RAW)
+# Read as keyed pseudonyms by analysts. A person_key too: anyone who can call Tableau's REST API maps a
+# LUID back to its person; its pseudonym is the same in every table, so it still joins.
+MASKED_ROLES = (PERSON_KEY, EMAIL, PERSON_NAME, NETWORK, RAW)
 # dbt column meta naming a mart or staging column's role: meta: {personal: <role>}
 META_KEY = "personal"
 
