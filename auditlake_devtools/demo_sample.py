@@ -1,12 +1,12 @@
 """A sample Activity Log generated and reported in one line, as ``auditlake generate activity-log``
 writes it, and the demo's own sample (conf ``generate:``), which ``auditlake demo`` lands and the
-refresh bench measures."""
+refresh bench measures, and the sample sites' inventory the demo lands beside it."""
 
 from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pipelines.command.arguments import iso_time
@@ -78,3 +78,15 @@ def generate_demo_sample(cfg: Config, landing: Path) -> dict:
         snapshots=cfg.settings.generate.snapshots,
         snapshot_every=cfg.settings.generate.snapshot_every_hours,
     )
+
+
+def write_demo_inventory(cfg: Config, landing: Path) -> None:
+    """The sample sites' current state, as ``auditlake generate inventory`` writes it, in the demo's landing
+    tree: taken the hour after the log's last entity snapshot (which falls on its end), since silver prefers
+    Tableau's snapshot where both give one hour, and the state reports (content never opened, users who
+    never sign in, grants, embedded credentials) are to read the inventory's as the current state."""
+    from auditlake_devtools.sample.tableau_site import write_sample_inventory
+
+    gen = cfg.settings.generate
+    start = iso_time(gen.start)
+    write_sample_inventory(cfg, landing, gen.seed, start, start + timedelta(days=gen.days, hours=1), log=log)

@@ -31,6 +31,12 @@ SOURCES_READ_OUTSIDE_STAGING = {
     "int_snapshot_content_owners": "entity_snapshots",
     "rpt_access_review": "entity_snapshots, snapshot_ops: the hours applied, through snapshot_history",
     "rpt_access_log_discrepancies": "snapshot_ops: the hours applied, through snapshot_history",
+    "rpt_effective_access": "entity_snapshots, snapshot_ops: the state as of an hour, through snapshot_history",
+    "rpt_all_users_grants": "entity_snapshots: the current rules, through snapshot_history",
+    "rpt_orphaned_content": "entity_snapshots: the current content and users, through snapshot_history",
+    "rpt_embedded_credentials": "entity_snapshots: the current connections, through snapshot_history",
+    "rpt_stale_content": "entity_snapshots: the content no event names, through snapshot_history",
+    "rpt_inactive_licensed_users": "entity_snapshots: the users no event names, through snapshot_history",
 }
 DIMENSIONS_FROM_FACTS: dict[str, str] = {}  # none: dim_users' names come from int_user_identities
 
