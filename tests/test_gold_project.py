@@ -73,6 +73,8 @@ def test_dbt_docs_generate(spark, gold_lake):
     }
     assert personal == {
         "user_email": "email",
+        "user_luid": "person_key",
+        "tenant_user_id": "person_key",
         "ip_address": "network",
         "user_agent": "network",
         "session_id": "network",

@@ -16,6 +16,7 @@ from pipelines.activity_log import FAMILIES
 from pipelines.config.load import Config
 from pipelines.config.project import DBT_DIR
 from pipelines.gold.run import dbt_vars
+from pipelines.inventory import ENTITY_TYPES as INVENTORY_TYPES
 from pipelines.lake import storage
 from pipelines.lake.delta_tables import table_version
 from pipelines.lake.table_names import tables
@@ -39,10 +40,14 @@ def current_inputs(spark: SparkSession, cfg: Config) -> dict:
     sources = (
         [t.silver_events(f) for f in FAMILIES]
         + [t.writeback_audit, t.snapshot_hours]
-        + [t.entity_history(e) for e in t.entity_types(spark)]
+        + [t.entity_history(e) for e in sorted(set(t.entity_types(spark)) | set(INVENTORY_TYPES))]
     )
+    # A table the project reads that does not exist (an entity history no source delivered) counts as
+    # version None: absent at the last build and now, it moved no mart; once it appears, it did.
     return {
-        "silver_versions": {name: table_version(spark, name) for name in sources if spark.catalog.tableExists(name)},
+        "silver_versions": {
+            name: table_version(spark, name) if spark.catalog.tableExists(name) else None for name in sources
+        },
         "project": _project_hash(),
         "vars": dbt_vars(cfg),
         "gold_schema": cfg.settings.gold.schema,
