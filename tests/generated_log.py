@@ -156,9 +156,13 @@ class Snapshots:
     def __init__(self, root: Path, layout: str = "auditlake"):
         self.tables: dict[tuple[str, datetime, str], pa.Table] = {}  # (site, hour, entity) -> part-00000
         self.others: list[str] = []  # any other part file (the poison one)
+        self.inventory: list[str] = []  # the demo's inventory (``auditlake inventory``'s files), read elsewhere
         self._rows: dict[tuple, list[dict]] = {}
         for p in sorted(root.rglob("*.parquet")):
             rel = p.relative_to(root).as_posix()
+            if p.name.startswith("inventory-"):
+                self.inventory.append(rel)
+                continue
             m = SNAPSHOT_PATHS[layout].match(rel)
             assert m, rel
             if m["n"] != "00000":

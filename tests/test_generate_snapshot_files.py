@@ -110,3 +110,4 @@ def test_cli_and_demo_write_snapshots(tmp_path, monkeypatch, capsys):
     snaps = Snapshots(tmp_path / "landing", cfg.get("generate.layout"))
     assert snaps.hours == [START + timedelta(hours=h) for h in (0, 12, 24)] and len(snaps.tables) == 3 * 5 * 3
     assert len(snaps.others) == 1  # the demo is dirty: its poison file
+    assert snaps.inventory and all(r.startswith("siteLuid=") for r in snaps.inventory)  # and its inventory
