@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from pipelines.analyst.guard import EXTENSION_CLASS
@@ -162,6 +163,33 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> dict[str,
     return made
 
 
+def jvm_ended(spark: SparkSession, jvm) -> str | None:
+    """How the server's JVM ended (its exit code, negative for a signal; ``stopped`` for a Spark context
+    an error no statement caught has stopped), or None while it serves."""
+    if jvm.poll() is not None:
+        return str(jvm.returncode)
+    try:
+        stopped = spark.sparkContext._jsc.sc().isStopped()  # an error no statement caught (a service thread's)
+    except Py4JError:
+        stopped = False  # the JVM dying this instant: its exit code is read on the next turn
+    return "stopped" if stopped else None
+
+
+def look_again(spark: SparkSession, spec: dict, text: str, views: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The catalogue read again: the views made again after a refresh changed it, or when they differ
+    from what was made. -> the catalogue's text and the views now."""
+    tables_dir = spec["tables_dir"]
+    latest = catalog_text(spark, spec["analyst_dir"])
+    if latest and latest != text:
+        views = sync_views(spark, tables_dir, json.loads(latest))
+        print(f"serve: {len(views)} analyst tables after a refresh", flush=True)
+        return latest, views
+    if (drift := views_differ(spark, json.loads(text)["schema"], views)) is not None:
+        views = sync_views(spark, tables_dir, json.loads(text))
+        print(f"serve: the analysts' views differed from the catalogue ({drift}): made again", flush=True)
+    return text, views
+
+
 def main() -> int:
     spec = json.loads(sys.stdin.read())
     readable = unreadable_check(spec["private"])
@@ -197,24 +225,20 @@ def main() -> int:
     jvm = spark.sparkContext._gateway.proc  # the JVM pyspark started: watched, so a death is told at once
     next_sync = time.monotonic() + RESYNC_SECONDS
     while not stop.wait(1):
-        if jvm.poll() is not None:
-            print(f"{JVM_ENDED_LINE}{jvm.returncode}", flush=True)
-            return JVM_ENDED
-        if spark.sparkContext._jsc.sc().isStopped():  # an error no statement caught (a service thread's)
-            print(f"{JVM_ENDED_LINE}stopped", flush=True)
+        if (ended := jvm_ended(spark, jvm)) is not None:
+            print(f"{JVM_ENDED_LINE}{ended}", flush=True)
             return JVM_ENDED
         if time.monotonic() < next_sync:
             continue
         next_sync = time.monotonic() + RESYNC_SECONDS
-        latest = catalog_text(spark, spec["analyst_dir"])
-        if latest and latest != text:
-            text = latest
-            schema = json.loads(text)["schema"]
-            views = sync_views(spark, tables_dir, json.loads(text))
-            print(f"serve: {len(views)} analyst tables after a refresh", flush=True)
-        elif (drift := views_differ(spark, schema, views)) is not None:
-            views = sync_views(spark, tables_dir, json.loads(text))
-            print(f"serve: the analysts' views differed from the catalogue ({drift}): made again", flush=True)
+        try:
+            text, views = look_again(spark, spec, text, views)
+        except Py4JError as exc:
+            # the JVM died mid-call (told on the next turn, with how), or a call failed inside it (a heap a
+            # statement exhausted can fail the gateway's thread too): the server itself goes on serving
+            if jvm.poll() is None:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                print(f"serve: the views' check failed ({first}); trying again in {RESYNC_SECONDS} s", flush=True)
     server.stop()
     spark.stop()
     return 0
