@@ -34,14 +34,13 @@ from auditlake_devtools.bench_delivery_floor import (
     spark_jobs,
     unit_costs,
 )
-from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, timed
+from auditlake_devtools.bench_harness import bench_cfg, dbt_node_seconds, fresh_lake, ingest_cfg, timed
 from auditlake_devtools.bench_history import bench_history, render_history
 from auditlake_devtools.bench_refresh import bench_refresh, render_refresh
 from auditlake_devtools.bench_serve import bench_serve, render_serve
 from auditlake_devtools.bench_server_logs import bench_server_logs, render_server_logs
 from auditlake_devtools.bench_trail import bench_trail, render_trail
-from auditlake_devtools.variant import variant_environ
-from pipelines.config.load import Config, load_config
+from pipelines.config.load import Config
 
 
 def write_section(doc: Path, layer: str, body: str) -> None:
@@ -149,13 +148,6 @@ def typed_floor(spark, landing: Path, out: Path) -> int:
     return spark.read.parquet(str(out)).count()
 
 
-def _ingest_cfg(cfg: Config, root: Path) -> Config:
-    """The bench's own lakehouse; no write-back source (the Activity Log is what is measured)."""
-    environ = variant_environ(root / "lake", "bench")
-    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "none"
-    return load_config(cfg.env, environ=environ)
-
-
 def _add_increment(landing: Path, events: int, seed: int = 2) -> int:
     """``events`` more events for the next day, landed at once (increment_days); -> files landed."""
     return sum(increment_days(landing, events, seed))
@@ -170,7 +162,7 @@ def _where_time_goes(jobs: list[dict], top: int = 6) -> list[str]:
 def _measure_ingest(spark, cfg: Config, name: str, landing: Path, data: dict, events: int, log) -> dict:
     from pipelines.refresh import run_refresh
 
-    bcfg = _ingest_cfg(cfg, landing.parent)
+    bcfg = ingest_cfg(cfg, landing.parent)
     fresh_lake(spark, bcfg)
 
     def bare_scan() -> int:

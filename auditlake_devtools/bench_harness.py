@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -27,6 +27,15 @@ def bench_cfg(cfg: Config, root: Path) -> Config:
     environ = variant_environ(root / "lake", "bench")
     environ["AUDITLAKE__WRITEBACK__SOURCE"] = "file"
     environ["AUDITLAKE__WRITEBACK__FILE__PATH"] = str(BUNDLED_EXPORT)
+    return load_config(cfg.env, environ=environ)
+
+
+def ingest_cfg(cfg: Config, root: Path, overrides: Mapping[str, str] | None = None) -> Config:
+    """The bench's own lakehouse; no write-back source (the Activity Log is what is measured).
+    ``overrides``: more settings, as environment variables (``AUDITLAKE__SECTION__KEY``)."""
+    environ = variant_environ(root / "lake", "bench")
+    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "none"
+    environ.update(overrides or {})
     return load_config(cfg.env, environ=environ)
 
 

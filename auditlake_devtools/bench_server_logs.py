@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditlake_devtools import machine_speed
-from auditlake_devtools.bench_harness import fresh_lake, timed
-from auditlake_devtools.variant import variant_environ
-from pipelines.config.load import Config, load_config
+from auditlake_devtools.bench_harness import fresh_lake, ingest_cfg, timed
+from pipelines.config.load import Config
 
 ZONE = "Europe/Berlin"
 
@@ -46,13 +45,15 @@ def bench_server_logs(cfg: Config, events: int, log) -> dict:
     from pipelines.server_logs.roots import configured_roots
 
     tree, lines = _tree(cfg, events, log)
-    environ = variant_environ(tree.parent / "lake", "bench")
-    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "none"
-    environ["AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS"] = json.dumps(
-        [{"path": str(tree / n), "node": n} for n in ("node1", "node2")]
+    roots = [{"path": str(tree / n), "node": n} for n in ("node1", "node2")]
+    bcfg = ingest_cfg(
+        cfg,
+        tree.parent,
+        {
+            "AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS": json.dumps(roots),
+            "AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE": ZONE,
+        },
     )
-    environ["AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE"] = ZONE
-    bcfg = load_config(cfg.env, environ=environ)
     spark = build_spark(cfg)  # the session of the lake it runs from; the bench's tables are schemas of their own
     fresh_lake(spark, bcfg)
     shutil.rmtree(bcfg.landing_dir, ignore_errors=True)

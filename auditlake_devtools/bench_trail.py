@@ -21,19 +21,15 @@ from pathlib import Path
 from auditlake_devtools import machine_speed
 from auditlake_devtools.bench_datasets import drop_increments, generated_dataset, increment_days
 from auditlake_devtools.bench_delivery_floor import StepClock
-from auditlake_devtools.bench_harness import fresh_lake, timed
-from auditlake_devtools.variant import variant_environ
-from pipelines.config.load import Config, load_config, secret
+from auditlake_devtools.bench_harness import fresh_lake, ingest_cfg, timed
+from pipelines.config.load import Config, secret
 
 TARGET_SHARE = 0.05  # a delivery's digest, at most this share of its refresh
 
 
 def _trail_cfg(cfg: Config, root: Path) -> Config:
     """The bench's own lakehouse, as the ingest bench's (no write-back source), with the trail on."""
-    environ = variant_environ(root / "lake", "bench")
-    environ["AUDITLAKE__WRITEBACK__SOURCE"] = "none"
-    environ["AUDITLAKE__INTEGRITY__ENABLED"] = "true"
-    return load_config(cfg.env, environ=environ)
+    return ingest_cfg(cfg, root, {"AUDITLAKE__INTEGRITY__ENABLED": "true"})
 
 
 @contextmanager

@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
+
+from auditlake_devtools.loopback import LoopbackServer
 
 FEATURE_DISABLED = (403, "FEATURE_DISABLED", "Platform Data API access is not enabled for this tenant")
 SESSION_HEADER = "x-tableau-session-token"
@@ -89,8 +90,9 @@ def file_hour(path: str) -> datetime | None:
 
 
 @dataclass
-class CloudManagerServer:
-    server: ThreadingHTTPServer
+class CloudManagerServer(LoopbackServer[Received]):
+    thread_name = "cloud-manager"
+
     root: Path
     token_secret: str = "tcm-secret"
     tenant_id: str = "7e6a0000-0000-4000-8000-00000000c10d"
@@ -101,17 +103,8 @@ class CloudManagerServer:
     answer_instead: dict[str, bytes] = field(default_factory=dict)
     unsigned: set[str] = field(default_factory=set)
     now: datetime | None = None  # a listing without a range covers the 24 hours before this
-    received: list[Received] = field(default_factory=list)
     _sessions: set[str] = field(default_factory=set)
     _downloads: dict[str, str] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def of(self, op: str) -> list[Received]:
-        return [r for r in self.received if r.op == op]
 
     def expire_sessions(self) -> None:
         """Every session ends (as one that timed out): the next call answers 401."""
@@ -119,29 +112,7 @@ class CloudManagerServer:
 
     @classmethod
     def start(cls, root: Path, port: int = 0, **settings) -> CloudManagerServer:
-        fake: CloudManagerServer
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-            def log_message(self, format, *args) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        server.daemon_threads = True
-        fake = cls(server, Path(root), **settings)
-        threading.Thread(target=server.serve_forever, args=(0.05,), name="cloud-manager", daemon=True).start()
-        return fake
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return cls._serve(port, Path(root), **settings)
 
     # --- dispatch ---------------------------------------------------------------------------------
 

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 from xml.etree import ElementTree as ET
+
+from auditlake_devtools.loopback import LoopbackServer
 
 NAMESPACE = "http://tableau.com/api"
 PRODUCT_VERSION, BUILD, REST_API_VERSION = "2024.2.0", "20242.24.0711.1636", "3.23"
@@ -131,8 +132,10 @@ _REFERENCES = {"projectId": "project", "ownerId": "owner", "workbookId": "workbo
 
 
 @dataclass
-class TableauServer:
-    server: ThreadingHTTPServer
+class TableauServer(LoopbackServer[Received]):
+    methods = ("GET", "POST", "PUT", "PATCH")
+    thread_name = "tableau-server"
+
     token_name: str = "auditlake"
     token_secret: str = "secret"
     projects: dict[str, str] = field(default_factory=lambda: {"Default": str(uuid.uuid4())})
@@ -142,59 +145,15 @@ class TableauServer:
     refuse: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)
     refuse_sites: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)  # content URL -> refusal
     content: dict[str, SiteContent] = field(default_factory=dict)  # content URL -> what the site holds
-    received: list[Received] = field(default_factory=list)
     # state: data sources ((project id, name) -> id), sessions (token -> site id), uploads, jobs
     datasources: dict[tuple[str, str], str] = field(default_factory=dict)
     sites: dict[str, str] = field(default_factory=dict)  # content URL -> site id
     _sessions: dict[str, str] = field(default_factory=dict)
     _uploads: dict[str, bytearray] = field(default_factory=dict)
     _jobs: dict[str, dict] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def ops(self) -> list[str]:
         return [r.op for r in self.received]
-
-    def of(self, op: str) -> list[Received]:
-        return [r for r in self.received if r.op == op]
-
-    @classmethod
-    def start(cls, port: int = 0, **settings) -> TableauServer:
-        fake: TableauServer
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out as two writes: without this, Nagle's algorithm holds the body back
-            # until the client acknowledges the headers, a delayed ACK on every keep-alive request
-            disable_nagle_algorithm = True
-
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-            def do_PUT(self) -> None:
-                fake._handle(self, "PUT")
-
-            def do_PATCH(self) -> None:
-                fake._handle(self, "PATCH")
-
-            def log_message(self, format, *args) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        server.daemon_threads = True
-        fake = cls(server, **settings)
-        threading.Thread(target=server.serve_forever, args=(0.05,), name="tableau-server", daemon=True).start()
-        return fake
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     # --- dispatch ---------------------------------------------------------------------------------
 

@@ -220,6 +220,18 @@ def test_the_trail_bench_times_the_digest_the_refresh_writes_and_puts_it_back(mo
     assert layers.write_digest is write_digest
 
 
+def test_an_ingest_benchs_lake_is_its_own_without_write_back_and_takes_more_settings(tmp_path):
+    from auditlake_devtools.bench_harness import ingest_cfg
+    from pipelines.config.load import load_config
+
+    cfg = load_config("test")
+    bcfg = ingest_cfg(cfg, tmp_path, {"AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE": "Europe/Berlin"})
+    assert bcfg.data_dir == tmp_path / "lake" != cfg.data_dir
+    assert bcfg.settings.bronze.schema == "bronze_bench"
+    assert bcfg.settings.writeback.source == "none"
+    assert bcfg.settings.sources.server_logs.timezone == "Europe/Berlin"
+
+
 def test_an_increment_of_two_days_lands_a_day_at_a_time(tmp_path):
     from auditlake_devtools.bench_datasets import drop_increments, increment_days
     from auditlake_devtools.sample.activity_log import generate_activity_log

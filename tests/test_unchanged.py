@@ -3,6 +3,7 @@ tells, and a lake refreshed through every layer by the command itself."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 
@@ -144,3 +145,47 @@ def test_nothing_new_starts_no_spark_an_old_folder_is_walked_and_a_failed_run_le
         monkeypatch.setattr(refresh_module, "print_summary", lambda *a, b=balanced: b)
         assert main([*command, "--summary"]) == (0 if balanced else 1)
         assert (nothing_new.recorded(cfg) or {}).get("run_id") == ("run-3" if balanced else None)
+
+
+def test_the_command_lists_and_copies_the_server_logs_once_and_bronze_copies_only_without_it(tmp_path, monkeypatch):
+    """The copy before Spark is the refresh's only one: the check reads its listing of the roots, and
+    it goes down to the layers, so bronze copies again only for a caller of ``run_refresh`` alone."""
+    from pipelines.cli import main
+    from pipelines.refresh import command as refresh_module
+    from pipelines.refresh import layers
+    from pipelines.runtime import spark_session
+    from pipelines.server_logs import discover, pieces
+
+    use_variant(monkeypatch, tmp_path, "server_logs_once")
+    log_file = tmp_path / "logs" / "vizqlserver" / "vizqlserver_0-cepp-canonical-events_0.log"
+    log_file.parent.mkdir(parents=True)
+    log_file.write_text('{"eventType":"login","eventTime":"2026-06-08T10:00:00Z"}\n')
+    monkeypatch.setenv("AUDITLAKE__SOURCES__SERVER_LOGS__TIMEZONE", "Europe/Berlin")
+    monkeypatch.setenv(
+        "AUDITLAKE__SOURCES__SERVER_LOGS__ROOTS", json.dumps([{"path": str(tmp_path / "logs"), "node": "n1"}])
+    )
+    listings = []
+
+    def find_logs(roots):
+        listings.append(roots)
+        return discover.find_logs(roots)
+
+    monkeypatch.setattr(pieces, "find_logs", find_logs)
+    monkeypatch.setattr(nothing_new, "find_logs", find_logs)
+    asked = {}
+    monkeypatch.setattr(spark_session, "build_spark", lambda _cfg: None)
+    monkeypatch.setattr(refresh_module, "run_refresh", lambda *a, **k: asked.update(k) or _stop())
+    assert main(["--env", "test", "refresh"]) != 0
+    copied = asked["server_logs"]
+    assert len(listings) == 1 and (copied.files, copied.lines) == (1, 1)
+
+    cfg = load_config("test")
+    assert nothing_new.check(cfg, copied.listed).inputs.other == nothing_new.current_inputs(cfg).other
+    copies = []
+    monkeypatch.setattr(layers, "copy_server_logs", lambda *a, **k: copies.append(a) or pieces.CopyResult())
+    monkeypatch.setattr(layers, "land_bronze", lambda *a, **k: [])
+    monkeypatch.setattr(layers.writeback_bronze, "land_writeback", lambda *a, **k: None)
+    layers._bronze(None, cfg, RefreshReport("r", ["bronze"], server_logs=copied), None, log=lambda _m: None)
+    assert copies == []
+    layers._bronze(None, cfg, RefreshReport("r", ["bronze"]), None, log=lambda _m: None)
+    assert len(copies) == 1

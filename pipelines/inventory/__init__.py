@@ -37,10 +37,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             ("luid", pa.string()),
             ("id", pa.int64()),
-            ("name", pa.string()),
+            ("name", pa.string()),  # the sign-in name
             ("display_name", pa.string()),
             ("email", pa.string()),
-            ("site_role", pa.string()),
+            ("site_role", pa.string()),  # the REST API's name (SiteAdministratorCreator, Viewer, ...)
             ("is_system_admin", pa.bool_()),
             ("created_at", _TS),
             ("auth_setting", pa.string()),

@@ -7,7 +7,7 @@ silver would read as rows gone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipelines.errors import one_line
@@ -75,8 +75,18 @@ def read_site(server, page_size: int, log: Callable[[str], None] = print) -> Sit
 
     state = SiteState()
 
-    def pages(endpoint, **kwargs) -> Iterable:
-        return TSC.Pager(endpoint, TSC.RequestOptions(pagesize=page_size), **kwargs)
+    def listing(
+        endpoint, key: str, row: Callable, related: Callable | None = None, related_keys: tuple[str, ...] = (), **kwargs
+    ) -> dict[str, list[dict]]:
+        """Every item of ``endpoint``, page by page (``TSC.Pager``): its row under ``key``, and what
+        ``related`` reads of it (calls of its own, item by item) under ``related_keys``, present even
+        when there is no item."""
+        got: dict[str, list[dict]] = {key: [], **{k: [] for k in related_keys}}
+        for item in TSC.Pager(endpoint, TSC.RequestOptions(pagesize=page_size), **kwargs):
+            got[key].append(row(item))
+            for k, rows in (related(item) if related else {}).items():
+                got[k] += rows
+        return got
 
     def take(types: tuple[str, ...], read: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
         try:
@@ -89,89 +99,76 @@ def read_site(server, page_size: int, log: Callable[[str], None] = print) -> Sit
         state.rows.update(got)
         return got
 
-    def users() -> dict[str, list[dict]]:
+    def user(u) -> dict:
         return {
-            "users": [
-                {
-                    "luid": u.id,
-                    "id": None,
-                    "name": u.name,
-                    "display_name": u.fullname,
-                    "email": u.email,
-                    "site_role": u.site_role,
-                    "is_system_admin": u.site_role == SERVER_ADMINISTRATOR,
-                    "created_at": None,
-                    "auth_setting": u.auth_setting,
-                    "last_login": u.last_login,
-                    "domain_name": u.domain_name,
-                    "locale": u.locale,
-                    "language": u.language,
-                }
-                for u in pages(server.users)
-            ]
+            "luid": u.id,
+            "id": None,
+            "name": u.name,
+            "display_name": u.fullname,
+            "email": u.email,
+            "site_role": u.site_role,
+            "is_system_admin": u.site_role == SERVER_ADMINISTRATOR,
+            "created_at": None,
+            "auth_setting": u.auth_setting,
+            "last_login": u.last_login,
+            "domain_name": u.domain_name,
+            "locale": u.locale,
+            "language": u.language,
         }
 
-    def groups() -> dict[str, list[dict]]:
-        rows, members = [], []
-        for g in pages(server.groups):
-            rows.append(
-                {
-                    "luid": g.id,
-                    "id": None,
-                    "name": g.name,
-                    "domain_name": g.domain_name,
-                    "minimum_site_role": g.minimum_site_role,
-                    "license_mode": g.license_mode,
-                }
-            )
-            server.groups.populate_users(g, TSC.RequestOptions(pagesize=page_size))
-            members += [{"group_luid": g.id, "user_luid": u.id} for u in g.users]
-        return {"groups": rows, "group_members": members}
-
-    def group_sets() -> dict[str, list[dict]]:
-        sets = list(pages(server.group_sets, result_level="members"))
+    def group(g) -> dict:
         return {
-            "group_sets": [{"luid": s.id, "name": s.name} for s in sets],
-            "group_set_members": [{"group_set_luid": s.id, "group_luid": g.id} for s in sets for g in s.groups],
+            "luid": g.id,
+            "id": None,
+            "name": g.name,
+            "domain_name": g.domain_name,
+            "minimum_site_role": g.minimum_site_role,
+            "license_mode": g.license_mode,
         }
 
-    def projects() -> dict[str, list[dict]]:
-        rows, rules, defaults = [], [], []
-        for p in pages(server.projects):
-            rows.append(
-                {
-                    "luid": p.id,
-                    "name": p.name,
-                    "description": p.description,
-                    "parent_project_luid": p.parent_id,
-                    "owner_luid": p.owner_id,
-                    "content_permissions": p.content_permissions,
-                }
-            )
-            server.projects.populate_permissions(p)
-            rules += _rules("project", p.id, p.permissions)
-            for content_type in DEFAULT_TEMPLATES:
-                getattr(server.projects, f"populate_{content_type}_default_permissions")(p)
-                for rule in _rules("project", p.id, getattr(p, f"default_{content_type}_permissions")):
-                    defaults.append(
-                        {"project_luid": p.id, "content_type": content_type}
-                        | {k: rule[k] for k in ("grantee_type", "grantee_luid", "capability", "mode")}
-                    )
-        return {"projects": rows, "permissions": rules, "default_permissions": defaults}
+    def group_members(g) -> dict[str, list[dict]]:
+        server.groups.populate_users(g, TSC.RequestOptions(pagesize=page_size))
+        return {"group_members": [{"group_luid": g.id, "user_luid": u.id} for u in g.users]}
+
+    def group_set(s) -> dict:
+        return {"luid": s.id, "name": s.name}
+
+    def group_set_members(s) -> dict[str, list[dict]]:  # listed with its members: no call of its own
+        return {"group_set_members": [{"group_set_luid": s.id, "group_luid": g.id} for g in s.groups]}
+
+    def project(p) -> dict:
+        return {
+            "luid": p.id,
+            "name": p.name,
+            "description": p.description,
+            "parent_project_luid": p.parent_id,
+            "owner_luid": p.owner_id,
+            "content_permissions": p.content_permissions,
+        }
+
+    def project_rules(p) -> dict[str, list[dict]]:
+        server.projects.populate_permissions(p)
+        rules = _rules("project", p.id, p.permissions)  # read now: populating only sets what reads them
+        defaults = []
+        for content_type in DEFAULT_TEMPLATES:
+            getattr(server.projects, f"populate_{content_type}_default_permissions")(p)
+            for rule in _rules("project", p.id, getattr(p, f"default_{content_type}_permissions")):
+                defaults.append(
+                    {"project_luid": p.id, "content_type": content_type}
+                    | {k: rule[k] for k in ("grantee_type", "grantee_luid", "capability", "mode")}
+                )
+        return {"permissions": rules, "default_permissions": defaults}
 
     def content(kind: str, endpoint, row: Callable, connections: bool) -> Callable[[], dict[str, list[dict]]]:
-        def read() -> dict[str, list[dict]]:
-            rows, links, rules = [], [], []
-            for item in pages(endpoint):
-                rows.append(row(item))
-                if connections:
-                    endpoint.populate_connections(item)
-                    links += _connections(kind, item.id, item.connections)
-                endpoint.populate_permissions(item)
-                rules += _rules(kind, item.id, item.permissions)
-            return {f"{kind}s": rows, f"{kind}_connections": links, f"{kind}_permissions": rules}
+        def related(item) -> dict[str, list[dict]]:
+            links = []
+            if connections:
+                endpoint.populate_connections(item)
+                links = _connections(kind, item.id, item.connections)
+            endpoint.populate_permissions(item)
+            return {f"{kind}_connections": links, f"{kind}_permissions": _rules(kind, item.id, item.permissions)}
 
-        return read
+        return lambda: listing(endpoint, f"{kind}s", row, related, (f"{kind}_connections", f"{kind}_permissions"))
 
     def workbook(w) -> dict:
         return {
@@ -232,13 +229,26 @@ def read_site(server, page_size: int, log: Callable[[str], None] = print) -> Sit
             "tags": _tags(f),
         }
 
-    take(("users",), users)
-    take(("groups", "group_members"), groups)
+    take(("users",), lambda: listing(server.users, "users", user))
+    take(
+        ("groups", "group_members"), lambda: listing(server.groups, "groups", group, group_members, ("group_members",))
+    )
     if _version(server.version) >= (3, 22):  # group sets came with this version of the API
-        take(("group_sets", "group_set_members"), group_sets)
+        take(
+            ("group_sets", "group_set_members"),
+            lambda: listing(
+                server.group_sets,
+                "group_sets",
+                group_set,
+                group_set_members,
+                ("group_set_members",),
+                result_level="members",
+            ),
+        )
     # permissions and connections are one type each across the kinds of item: complete only when every
     # kind's calls succeeded
-    parts = [take(("projects", "permissions", "default_permissions"), projects)]
+    ruled = ("permissions", "default_permissions")
+    parts = [take(("projects", *ruled), lambda: listing(server.projects, "projects", project, project_rules, ruled))]
     for kind, endpoint, row, links in (
         ("workbook", server.workbooks, workbook, True),
         ("view", server.views, view, False),

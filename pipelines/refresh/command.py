@@ -22,6 +22,7 @@ from pipelines.refresh.layers import LAYERS, left_nothing_to_retry, new_run_id, 
 from pipelines.refresh.preload import modules_for, preload
 from pipelines.refresh.summary import print_summary
 from pipelines.runtime import spark_session
+from pipelines.server_logs.pieces import CopyResult
 from pipelines.server_logs.roots import copies_before_spark, copy_server_logs
 
 
@@ -46,9 +47,10 @@ def refresh(
             pull_before_refresh(cfg, log=log)
         if cfg.settings.inventory.on_refresh and "bronze" in layers:  # so that bronze lands the files it wrote
             inventory_before_refresh(cfg, log=log)
+        copied = None  # Tableau Server's log files, copied here or else by bronze
         if "bronze" in layers and copies_before_spark(cfg):  # so the check below sees what the copy brought
-            copy_server_logs(cfg, None, log)
-        verdict = _what_changed(cfg, layers, source)
+            copied = copy_server_logs(cfg, None, log)
+        verdict = _what_changed(cfg, layers, source, copied)
         if verdict is not None and verdict.nothing_new and not (force or summary):
             # an idle period gets its digest too, so a missing one shows
             write_digest(cfg, "refresh", new_run_id(), log=log)
@@ -66,15 +68,15 @@ def refresh(
                 )
             )
             full_listing = True
-        return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict)
+        return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict, copied)
 
 
-def _what_changed(cfg: Config, layers: list[str], source: Path | None):
+def _what_changed(cfg: Config, layers: list[str], source: Path | None, copied: CopyResult | None):
     """The file system's verdict (pipelines/refresh/nothing_new.py), or None when it cannot tell (a layer left
-    out, a JDBC source, a location in S3, --source)."""
+    out, a JDBC source, a location in S3, --source). The log roots as ``copied`` listed them, not again."""
     if tuple(layers) != LAYERS or nothing_new.not_told(cfg, source):
         return None
-    verdict = nothing_new.check(cfg)
+    verdict = nothing_new.check(cfg, copied.listed if copied else None)
     if verdict.record is not None and verdict.changed:
         log(
             f"refresh: changed since refresh {verdict.record['run_id']}: {', '.join(verdict.changed)} "
@@ -97,11 +99,18 @@ def _say_nothing_new(cfg: Config, verdict, started: float) -> None:
 
 
 def _refresh_in_spark(
-    cfg: Config, layers: list[str], source: Path | None, full_listing: bool, summary: bool, started: float, verdict
+    cfg: Config,
+    layers: list[str],
+    source: Path | None,
+    full_listing: bool,
+    summary: bool,
+    started: float,
+    verdict,
+    copied: CopyResult | None,
 ) -> bool:
     preload(modules_for(cfg, layers))  # GX and dbt imported while the JVM starts
     spark = spark_session.build_spark(cfg)
-    report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing)
+    report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing, server_logs=copied)
     # with --summary, recorded only once the lake balances (a run that exits 1 is run again in full)
     balanced = print_summary(spark, cfg, started) if summary else True
     if verdict is not None and balanced and left_nothing_to_retry(cfg, report):

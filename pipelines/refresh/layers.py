@@ -64,7 +64,7 @@ class RefreshReport:
     gold: GoldResult | None = None
     runs: list[LayerRun] = field(default_factory=list)  # one per layer run, as written to ops.refresh_runs
     full_listing: bool = False  # bronze walks every folder of the landing root
-    server_logs: CopyResult | None = None  # Tableau Server's log files copied before bronze
+    server_logs: CopyResult | None = None  # Tableau Server's log files copied before bronze (or before Spark)
     gold_skipped: bool = False  # nothing gold reads changed since its last build
     compactions: list[Compaction] = field(default_factory=list)  # marts compacted after the gold build
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
@@ -88,9 +88,13 @@ def run_refresh(
     source_dir: Path | None = None,
     log=print,
     full_listing: bool = False,
+    server_logs: CopyResult | None = None,
 ) -> RefreshReport:
+    """Run ``layers`` in order. ``server_logs``: the copy of Tableau Server's log files when the caller
+    made it before Spark started (``auditlake refresh`` does); bronze copies only when it is None."""
     report = RefreshReport(new_run_id(), layers)
     report.full_listing = full_listing
+    report.server_logs = server_logs
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
     secure_lake(cfg)  # the lake's folders the refresh's user's alone: the analysts' server must not read them
     # what a previous refresh killed mid-write left behind (pipelines/refresh/recovery.py)
@@ -241,7 +245,7 @@ def _layer_figures(spark: SparkSession, cfg: Config, report: RefreshReport, laye
 
 def _bronze(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir: Path | None, log) -> None:
     roots = configured_roots(cfg)
-    if roots:  # Tableau Server's log files: their new lines copied into the landing tree, landed below
+    if roots and report.server_logs is None:  # Tableau Server's log files: new lines copied, landed below
         report.server_logs = copy_server_logs(cfg, spark, log)
     noted = pending_notes(spark, cfg.checkpoint_dir) if roots else []
     report.bronze = land_bronze(

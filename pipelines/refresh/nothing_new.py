@@ -48,7 +48,7 @@ from pipelines.config.project import CONF_DIR, DBT_DIR, GX_TEMPLATE_DIR, PACKAGE
 from pipelines.lake import storage
 from pipelines.lake.state_files import write_json_whole
 from pipelines.pull.state import PULL_STATE_DIR
-from pipelines.server_logs.discover import find_logs
+from pipelines.server_logs.discover import Listing, find_logs
 from pipelines.server_logs.roots import configured_roots
 
 RECORD_FILE = "refresh_inputs.json"
@@ -190,12 +190,14 @@ def _writeback_file(cfg: Config) -> list:
     return [str(path), st.st_size, st.st_mtime_ns]
 
 
-def _server_logs(cfg: Config) -> str:
-    """Tableau Server's log files (each file's place, size and time): one that grew is new input."""
+def _server_logs(cfg: Config, listed: Listing | None) -> str:
+    """Tableau Server's log files (each file's place, size and time): one that grew is new input.
+    ``listed``: the roots as the copy before the check found them, rather than listed again; what the
+    copy read is then what the record says was read."""
     roots = configured_roots(cfg)
     if not roots:
         return ""
-    logs, problems = find_logs(roots)
+    logs, problems = listed if listed is not None else find_logs(roots)
     return _digest(sorted((f.location, f.size, f.mtime_ms) for f in logs) + problems)
 
 
@@ -223,11 +225,12 @@ class Inputs:
         return {"landing": self.landing, "files": self.files, "other": self.other}
 
 
-def current_inputs(cfg: Config) -> Inputs:
+def current_inputs(cfg: Config, server_logs: Listing | None = None) -> Inputs:
+    """``server_logs``: Tableau Server's log roots as a copy just listed them (``CopyResult.listed``)."""
     landing, files = landing_by_day(cfg.landing_dir)
     other = {
         "writeback": _writeback_file(cfg),
-        "server_logs": _server_logs(cfg),
+        "server_logs": _server_logs(cfg, server_logs),
         "config": _digest([cfg.env, json.dumps(cfg.values, sort_keys=True, default=str)]),
         "pseudonym_key": _key_digest(cfg),
         "code": _code_digest(),
@@ -303,10 +306,11 @@ class Verdict:
         return self.record is not None and not self.changed
 
 
-def check(cfg: Config) -> Verdict:
-    """Compare the file system with the last recorded refresh (none recorded: everything is new)."""
+def check(cfg: Config, server_logs: Listing | None = None) -> Verdict:
+    """Compare the file system with the last recorded refresh (none recorded: everything is new).
+    ``server_logs``: as for :func:`current_inputs`."""
     started = time.monotonic()
-    inputs = current_inputs(cfg)
+    inputs = current_inputs(cfg, server_logs)
     last = recorded(cfg)
     verdict = Verdict(inputs, last)
     if last is None:

@@ -106,7 +106,10 @@ def _in_archive(root: LogRoot) -> Iterator[ServerLog]:
             )
 
 
-def find_logs(roots: list[LogRoot]) -> tuple[list[ServerLog], list[str]]:
+Listing = tuple[list[ServerLog], list[str]]  # the files the roots show, and a line per root unread
+
+
+def find_logs(roots: list[LogRoot]) -> Listing:
     """-> (every Activity Log file under ``roots``, one line per root that cannot be read)."""
     logs: list[ServerLog] = []
     problems: list[str] = []

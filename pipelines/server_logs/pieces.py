@@ -26,7 +26,7 @@ from pipelines.activity_log.native_lines import zone_folder
 from pipelines.errors import ExternalError
 from pipelines.lake import storage
 from pipelines.server_logs import offsets as state
-from pipelines.server_logs.discover import LogRoot, ServerLog, find_logs
+from pipelines.server_logs.discover import Listing, LogRoot, ServerLog, find_logs
 
 PIECE_BYTES = 64 << 20  # a larger gain is copied as several pieces, each ending at a line's end
 FIRST_LINE_LIMIT = 1 << 20  # a first line longer than this is not a log line
@@ -50,6 +50,7 @@ class CopyResult:
     lines: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    listed: Listing | None = None  # the roots as the copy found them, so a caller need not list them again
 
 
 _INFO = PathInfo(family="site", layout=SERVER_LOG, event_type=None, path_date=None)
@@ -166,6 +167,7 @@ def copy_new_lines(
     offsets = state.load(spark, checkpoint_dir)
     _adopt_orphans(writer, offsets, log)
     logs, result.problems = find_logs(roots)
+    result.listed = (logs, list(result.problems))  # before the copy adds problems of its own
     unreadable_roots = [r.path for r in roots if any(p.startswith(f"server logs: {r.path}") for p in result.problems)]
     result.files = len(logs)
     by_location = {c.location: (i, c) for i, c in offsets.logs.items()}

@@ -6,7 +6,8 @@ has ``eventType=`` (``writer.entity_dir``). The state is read from the world the
 mutate, so a snapshot agrees with the log written before it: taken at H:00, after every story
 of the hours before H has run.
 
-No public document lists the columns of these files; the ones below are ours, and gold relies
+No public document lists the columns of these files; ours are the leading columns of the
+same types in ``auditlake inventory``'s files (``pipelines.inventory.SCHEMAS``), and gold relies
 on them. From the window's second half on, ``users`` carries one more column, ``locale``: a
 schema change as Tableau might make one, so readers cannot assume one schema per entity.
 
@@ -24,45 +25,30 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.inventory import SCHEMAS as INVENTORY_SCHEMAS
+
 from .values import HOUR_US, SITE_ROLE_NAMES, iso
 from .writer import entity_dir
 
 ENTITY_TYPES = ("users", "groups", "group_members", "workbooks", "datasources")
 SNAPSHOT_DIRTY_KINDS = ("poison_snapshot",)
-_TS = pa.timestamp("us", tz="UTC")
-_CONTENT = pa.schema(
-    [
-        ("luid", pa.string()),
-        ("id", pa.int64()),
-        ("name", pa.string()),
-        ("project_luid", pa.string()),
-        ("owner_luid", pa.string()),
-        ("size", pa.int64()),
-        ("created_at", _TS),
-        ("updated_at", _TS),
-    ]
-)
+
+
+def _through(entity: str, last: str) -> pa.Schema:
+    """Inventory's ``entity`` columns up to ``last``: the ones the generated world has values for.
+    Taken from inventory's declaration so that gold reads both sources alike."""
+    schema = INVENTORY_SCHEMAS[entity]
+    return pa.schema(list(schema)[: schema.get_field_index(last) + 1])
+
+
 SCHEMAS = {
-    "users": pa.schema(
-        [
-            ("luid", pa.string()),
-            ("id", pa.int64()),
-            ("name", pa.string()),  # the sign-in name
-            ("display_name", pa.string()),
-            ("email", pa.string()),
-            ("site_role", pa.string()),  # the REST API's name (SiteAdministratorCreator, Viewer, ...)
-            ("is_system_admin", pa.bool_()),
-            ("created_at", _TS),
-        ]
-    ),
-    "groups": pa.schema(
-        [("luid", pa.string()), ("id", pa.int64()), ("name", pa.string()), ("domain_name", pa.string())]
-    ),
-    "group_members": pa.schema([("group_luid", pa.string()), ("user_luid", pa.string())]),
-    "workbooks": _CONTENT,
-    "datasources": _CONTENT,
+    "users": _through("users", "created_at"),
+    "groups": _through("groups", "domain_name"),
+    "group_members": INVENTORY_SCHEMAS["group_members"],
+    "workbooks": _through("workbooks", "updated_at"),
+    "datasources": _through("datasources", "updated_at"),
 }
-LOCALE = pa.field("locale", pa.string())  # users, from the window's second half on
+LOCALE = INVENTORY_SCHEMAS["users"].field("locale")  # users, from the window's second half on
 SILENT_FROM = (3, 9)  # Explorer, Viewer: the users a silent change may touch
 SILENT_TO = 10  # Creator: a licence upgrade the log never mentions
 
