@@ -1,20 +1,9 @@
-{%- set as_of = access_review_as_of() -%}
 -- Who holds which capability on each project, workbook, view, data source and flow, as of one
 -- time (dbt var access_review_as_of, UTC; default: the latest applied snapshot hour), resolved
 -- from the entity histories the way Tableau resolves permissions (the rules are in the model's
 -- description). One row per capability a user holds, with the rule that grants it.
-with hours as (
-    select snapshot_hour
-    from ({{ snapshot_hours() }}) as delivered
-    where status = 'applied'
-),
-
-review_time as (
-    {%- if as_of %}
-        select cast('{{ as_of }}' as timestamp) as as_of
-    {%- else %}
-        select max(snapshot_hour) as as_of from hours
-    {%- endif %}
+with review_time as (
+    {{ review_time() }}
 ),
 
 users as (
@@ -30,8 +19,7 @@ users as (
     from ({{ snapshot_history('users', [
         ['luid', 'string'], ['name', 'string'], ['site_role', 'string'], ['is_system_admin', 'boolean']
     ]) }}) as u
-    inner join review_time as t
-        on u.valid_from <= t.as_of and (u.valid_to > t.as_of or u.valid_to is null)
+    inner join review_time as t on {{ current_at('u', 't.as_of') }}
     where u.luid is not null
 ),
 
@@ -41,8 +29,7 @@ group_names as (
         lower(g.luid) as group_luid,
         g.name as group_name
     from ({{ snapshot_history('groups', [['luid', 'string'], ['name', 'string']]) }}) as g
-    inner join review_time as t
-        on g.valid_from <= t.as_of and (g.valid_to > t.as_of or g.valid_to is null)
+    inner join review_time as t on {{ current_at('g', 't.as_of') }}
     where g.luid is not null
 ),
 
@@ -52,8 +39,7 @@ memberships as (
         lower(m.group_luid) as group_luid,
         lower(m.user_luid) as user_luid
     from ({{ snapshot_history('group_members', [['group_luid', 'string'], ['user_luid', 'string']]) }}) as m
-    inner join review_time as t
-        on m.valid_from <= t.as_of and (m.valid_to > t.as_of or m.valid_to is null)
+    inner join review_time as t on {{ current_at('m', 't.as_of') }}
 ),
 
 group_set_names as (
@@ -62,8 +48,7 @@ group_set_names as (
         lower(s.luid) as group_set_luid,
         s.name as group_set_name
     from ({{ snapshot_history('group_sets', [['luid', 'string'], ['name', 'string']]) }}) as s
-    inner join review_time as t
-        on s.valid_from <= t.as_of and (s.valid_to > t.as_of or s.valid_to is null)
+    inner join review_time as t on {{ current_at('s', 't.as_of') }}
 ),
 
 group_set_groups as (
@@ -72,8 +57,7 @@ group_set_groups as (
         lower(s.group_set_luid) as group_set_luid,
         lower(s.group_luid) as group_luid
     from ({{ snapshot_history('group_set_members', [['group_set_luid', 'string'], ['group_luid', 'string']]) }}) as s
-    inner join review_time as t
-        on s.valid_from <= t.as_of and (s.valid_to > t.as_of or s.valid_to is null)
+    inner join review_time as t on {{ current_at('s', 't.as_of') }}
 ),
 
 -- Tableau grants a group set's rules to the users who belong to every one of its groups
@@ -101,8 +85,7 @@ projects as (
     from ({{ snapshot_history('projects', [
         ['luid', 'string'], ['name', 'string'], ['owner_luid', 'string'], ['content_permissions', 'string']
     ]) }}) as p
-    inner join review_time as t
-        on p.valid_from <= t.as_of and (p.valid_to > t.as_of or p.valid_to is null)
+    inner join review_time as t on {{ current_at('p', 't.as_of') }}
     where p.luid is not null
 ),
 
@@ -117,73 +100,27 @@ content as (
         cast(null as string) as workbook_luid
     from projects
 
-    union all
+    {%- for item_type, entity, in_workbook in [
+        ('workbook', 'workbooks', false), ('view', 'views', true),
+        ('datasource', 'datasources', false), ('flow', 'flows', false)
+    ] %}
 
-    select
-        lower(c.site_luid) as site_luid,
-        'workbook' as item_type,
-        lower(c.luid) as item_luid,
-        c.name as item_name,
-        lower(c.project_luid) as project_luid,
-        lower(c.owner_luid) as owner_luid,
-        cast(null as string) as workbook_luid
-    from ({{ snapshot_history('workbooks', [
-        ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
-    ]) }}) as c
-    inner join review_time as t
-        on c.valid_from <= t.as_of and (c.valid_to > t.as_of or c.valid_to is null)
-    where c.luid is not null
+        union all
 
-    union all
-
-    select
-        lower(c.site_luid) as site_luid,
-        'view' as item_type,
-        lower(c.luid) as item_luid,
-        c.name as item_name,
-        lower(c.project_luid) as project_luid,
-        lower(c.owner_luid) as owner_luid,
-        lower(c.workbook_luid) as workbook_luid
-    from ({{ snapshot_history('views', [
-        ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string'], ['workbook_luid', 'string']
-    ]) }}) as c
-    inner join review_time as t
-        on c.valid_from <= t.as_of and (c.valid_to > t.as_of or c.valid_to is null)
-    where c.luid is not null
-
-    union all
-
-    select
-        lower(c.site_luid) as site_luid,
-        'datasource' as item_type,
-        lower(c.luid) as item_luid,
-        c.name as item_name,
-        lower(c.project_luid) as project_luid,
-        lower(c.owner_luid) as owner_luid,
-        cast(null as string) as workbook_luid
-    from ({{ snapshot_history('datasources', [
-        ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
-    ]) }}) as c
-    inner join review_time as t
-        on c.valid_from <= t.as_of and (c.valid_to > t.as_of or c.valid_to is null)
-    where c.luid is not null
-
-    union all
-
-    select
-        lower(c.site_luid) as site_luid,
-        'flow' as item_type,
-        lower(c.luid) as item_luid,
-        c.name as item_name,
-        lower(c.project_luid) as project_luid,
-        lower(c.owner_luid) as owner_luid,
-        cast(null as string) as workbook_luid
-    from ({{ snapshot_history('flows', [
-        ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
-    ]) }}) as c
-    inner join review_time as t
-        on c.valid_from <= t.as_of and (c.valid_to > t.as_of or c.valid_to is null)
-    where c.luid is not null
+        select
+            lower(c.site_luid) as site_luid,
+            '{{ item_type }}' as item_type,
+            lower(c.luid) as item_luid,
+            c.name as item_name,
+            lower(c.project_luid) as project_luid,
+            lower(c.owner_luid) as owner_luid,
+            {{ 'lower(c.workbook_luid)' if in_workbook else 'cast(null as string)' }} as workbook_luid
+        from ({{ snapshot_history(entity, [
+            ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
+        ] + ([['workbook_luid', 'string']] if in_workbook else [])) }}) as c
+        inner join review_time as t on {{ current_at('c', 't.as_of') }}
+        where c.luid is not null
+    {%- endfor %}
 ),
 
 items as (
@@ -209,8 +146,7 @@ item_rules as (
         ['item_type', 'string'], ['item_luid', 'string'], ['grantee_type', 'string'],
         ['grantee_luid', 'string'], ['capability', 'string'], ['mode', 'string']
     ]) }}) as r
-    inner join review_time as t
-        on r.valid_from <= t.as_of and (r.valid_to > t.as_of or r.valid_to is null)
+    inner join review_time as t on {{ current_at('r', 't.as_of') }}
 ),
 
 default_rules as (
@@ -226,8 +162,7 @@ default_rules as (
         ['project_luid', 'string'], ['content_type', 'string'], ['grantee_type', 'string'],
         ['grantee_luid', 'string'], ['capability', 'string'], ['mode', 'string']
     ]) }}) as r
-    inner join review_time as t
-        on r.valid_from <= t.as_of and (r.valid_to > t.as_of or r.valid_to is null)
+    inner join review_time as t on {{ current_at('r', 't.as_of') }}
 ),
 
 views_with_rules as (

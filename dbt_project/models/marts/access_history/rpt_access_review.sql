@@ -1,4 +1,3 @@
-{%- set as_of = access_review_as_of() -%}
 -- Access review as of one time (dbt var access_review_as_of, UTC; default: the latest applied
 -- snapshot hour): one row per user present in the users snapshots at that time, with the site
 -- role, the groups and the content owned then. Each row is the state of the latest snapshot at
@@ -13,11 +12,7 @@ with hours as (
 ),
 
 review_time as (
-    {%- if as_of %}
-        select cast('{{ as_of }}' as timestamp) as as_of
-    {%- else %}
-        select max(snapshot_hour) as as_of from hours
-    {%- endif %}
+    {{ review_time() }}
 ),
 
 users as (
@@ -34,8 +29,7 @@ users as (
         ['luid', 'string'], ['name', 'string'], ['display_name', 'string'], ['email', 'string'],
         ['site_role', 'string'], ['is_system_admin', 'boolean']
     ]) }}) as u
-    inner join review_time as t
-        on u.valid_from <= t.as_of and (u.valid_to > t.as_of or u.valid_to is null)
+    inner join review_time as t on {{ current_at('u', 't.as_of') }}
     where u.luid is not null
 ),
 
@@ -45,8 +39,7 @@ group_names as (
         lower(g.luid) as group_luid,
         g.name as group_name
     from ({{ snapshot_history('groups', [['luid', 'string'], ['name', 'string']]) }}) as g
-    inner join review_time as t
-        on g.valid_from <= t.as_of and (g.valid_to > t.as_of or g.valid_to is null)
+    inner join review_time as t on {{ current_at('g', 't.as_of') }}
     where g.luid is not null
 ),
 
@@ -57,8 +50,7 @@ memberships as (
         -- a group missing from the groups snapshot is named by its LUID
         coalesce(g.group_name, m.group_luid) as group_name
     from {{ ref('int_snapshot_group_members') }} as m
-    inner join review_time as t
-        on m.valid_from <= t.as_of and (m.valid_to > t.as_of or m.valid_to is null)
+    inner join review_time as t on {{ current_at('m', 't.as_of') }}
     left join group_names as g on m.site_luid = g.site_luid and m.group_luid = g.group_luid
 ),
 
@@ -80,8 +72,7 @@ owned as (
         count_if(o.content_type = 'workbook') as owned_workbooks,
         count_if(o.content_type = 'datasource') as owned_datasources
     from {{ ref('int_snapshot_content_owners') }} as o
-    inner join review_time as t
-        on o.valid_from <= t.as_of and (o.valid_to > t.as_of or o.valid_to is null)
+    inner join review_time as t on {{ current_at('o', 't.as_of') }}
     where o.owner_luid is not null
     group by o.site_luid, o.owner_luid
 ),
