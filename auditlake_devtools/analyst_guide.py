@@ -13,8 +13,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "analyst-guide.md"
-# a sql block, then (after blank lines) the Markdown table that shows its output, if any
-_BLOCK = re.compile(r"```sql\n(?P<sql>.*?)```\n(?P<gap>\n*)(?P<table>(?:\|[^\n]*\|\n)*)", re.S)
+# a sql block, then (after blank lines) the Markdown table that shows its output, if any, and the blank
+# lines after it: a table runs on into the next line that is not blank, so one always follows it
+_BLOCK = re.compile(r"```sql\n(?P<sql>.*?)```\n(?P<gap>\n*)(?P<table>(?:\|[^\n]*\|\n)*)\n*", re.S)
 
 
 def _cell(value) -> str:
@@ -37,7 +38,8 @@ def refresh_guide(spark: SparkSession, text: str, max_rows: int = 20, log=print)
         rows = [tuple(r) for r in frame.limit(max_rows).collect()]
         first_line = sql.strip().splitlines()[0]
         log(f"analyst guide: {len(rows)} row(s) <- {first_line[:90]}")
-        return f"```sql\n{sql}```\n\n{markdown_table(frame.columns, rows)}"
+        after = "" if match.end() == len(match.string) else "\n"
+        return f"```sql\n{sql}```\n\n{markdown_table(frame.columns, rows)}{after}"
 
     return _BLOCK.sub(rewrite, text)
 

@@ -9,7 +9,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from auditlake_devtools.demo_sample import generate_and_report, generate_demo_sample, write_demo_inventory
+from auditlake_devtools.demo_sample import generate_and_report, write_demo_landing
 from pipelines.command.arguments import iso_time, positive_int
 from pipelines.command.console import log
 from pipelines.config.load import Config
@@ -86,8 +86,7 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
     if landing.is_dir() and any(landing.iterdir()):
         log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
     else:
-        generate_demo_sample(cfg, landing)
-        write_demo_inventory(cfg, landing)
+        write_demo_landing(cfg, landing)
     _place_writeback_sample(cfg)
     return 0 if refresh(cfg, list(LAYERS), summary=True) else 1
 

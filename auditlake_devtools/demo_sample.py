@@ -26,8 +26,10 @@ def generate_and_report(
     security_stories: bool = False,
     snapshots: bool = False,
     snapshot_every: int = 1,
+    world=None,
 ) -> dict:
-    """``generate_activity_log`` into ``out``, its progress and then its summary in one line -> the summary."""
+    """``generate_activity_log`` into ``out``, its progress and then its summary in one line -> the summary.
+    ``world`` as ``generate_activity_log``'s."""
     from auditlake_devtools.sample.activity_log import generate_activity_log
 
     started = time.monotonic()
@@ -44,6 +46,7 @@ def generate_and_report(
         security_stories=security_stories,
         snapshots=snapshots,
         snapshot_every=snapshot_every,
+        world=world,
     )
     snaps = summary["snapshots"]
     log(
@@ -63,8 +66,9 @@ def generate_and_report(
     return summary
 
 
-def generate_demo_sample(cfg: Config, landing: Path) -> dict:
-    """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it."""
+def generate_demo_sample(cfg: Config, landing: Path, world=None) -> dict:
+    """The demo's Activity Log (conf ``generate:``), as `auditlake demo` and the refresh bench use it.
+    ``world`` as ``generate_activity_log``'s."""
     return generate_and_report(
         landing,
         cfg.settings.generate.events,
@@ -77,16 +81,28 @@ def generate_demo_sample(cfg: Config, landing: Path) -> dict:
         security_stories=True,  # a situation for every detection report
         snapshots=cfg.settings.generate.snapshots,
         snapshot_every=cfg.settings.generate.snapshot_every_hours,
+        world=world,
     )
 
 
-def write_demo_inventory(cfg: Config, landing: Path) -> None:
-    """The sample sites' current state, as ``auditlake generate inventory`` writes it, in the demo's landing
-    tree: taken the hour after the log's last entity snapshot (which falls on its end), since silver prefers
-    Tableau's snapshot where both give one hour, and the state reports (content never opened, users who
-    never sign in, grants, embedded credentials) are to read the inventory's as the current state."""
+def write_demo_landing(cfg: Config, landing: Path) -> None:
+    """What `auditlake demo` lands: its Activity Log and entity snapshots, then the sample sites' current
+    state as ``auditlake generate inventory`` writes it, taken the hour after the log's last entity snapshot
+    (which falls on its end), since silver prefers Tableau's snapshot where both give one hour, and the state
+    reports (content never opened, users who never sign in, grants, embedded credentials) are to read the
+    inventory's as the current state.
+
+    The inventory reads the world as the log's stories left it, the silent change still in force included:
+    the sites as that last snapshot shows them. Read from the world as it stood at the window's start, it
+    would undo every change of the week in its one hour, and the audit of the audit log would report each
+    undoing as a change the Activity Log never recorded."""
+    from auditlake_devtools.sample.activity_log import build_world, silent_roles
     from auditlake_devtools.sample.tableau_site import write_sample_inventory
 
     gen = cfg.settings.generate
     start = iso_time(gen.start)
-    write_sample_inventory(cfg, landing, gen.seed, start, start + timedelta(days=gen.days, hours=1), log=log)
+    world = build_world(gen.seed, start)
+    summary = generate_demo_sample(cfg, landing, world)
+    at = start + timedelta(days=gen.days, hours=1)
+    roles = silent_roles(world, summary["silent_changes"])
+    write_sample_inventory(cfg, landing, gen.seed, start, at, log=log, world=world, roles=roles)

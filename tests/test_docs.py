@@ -9,6 +9,9 @@
   sub-command ``pipelines.cli.build_parser()`` knows, nested ones (``gold staging``) included,
   with the choices of a positional argument (``cluster start|stop|status``), and each row is a
   complete command that exists, with options that command takes.
+- ``docs/analyst-guide.md`` shows each SQL block's output as a table with a blank line after it
+  (a Markdown table runs on into the next line that is not blank), and ``auditlake docs
+  analyst-guide`` writes them so.
 """
 
 from __future__ import annotations
@@ -208,3 +211,34 @@ def test_scripts_call_auditlake_in_its_grammar():
             parser.parse_args(words)
         except SystemExit:
             raise AssertionError(f"{script}: `auditlake {rest}` is not a valid auditlake command") from None
+
+
+# --- docs/analyst-guide.md's outputs -----------------------------------------------------------
+
+
+class _Frame:
+    columns = ["n", "name"]
+
+    def limit(self, _n: int) -> _Frame:
+        return self
+
+    def collect(self) -> list[tuple]:
+        return [(1, None)]
+
+
+class _Spark:
+    def sql(self, _query: str) -> _Frame:
+        return _Frame()
+
+
+def test_the_analyst_guide_shows_each_output_as_a_table_ending_in_a_blank_line():
+    from auditlake_devtools.analyst_guide import GUIDE, refresh_guide
+
+    text = GUIDE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```sql\n.*?```\n\n((?:\|[^\n]*\|\n)+)(\n|$)", text, re.S)
+    assert len(blocks) == text.count("```sql") > 10  # each block with its table, a blank line after it
+    before = "```sql\nSELECT 1\n```\n\n| n |\n|---|\n| 0 |\nProse.\n\n```sql\nSELECT 2\n```\nMore.\n"
+    after = refresh_guide(_Spark(), before, log=lambda _line: None)
+    table = "| n | name |\n|---|---|\n| 1 |  |\n"
+    assert after == f"```sql\nSELECT 1\n```\n\n{table}\nProse.\n\n```sql\nSELECT 2\n```\n\n{table}\nMore.\n"
+    assert refresh_guide(_Spark(), after, log=lambda _line: None) == after

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -59,9 +60,11 @@ def _content(c, **extra) -> dict:
     }
 
 
-def sample_site(world, index: int = 0) -> tuple[str, SiteContent]:
-    """(content URL, the site) for the world's site ``index``."""
+def sample_site(world, index: int = 0, roles: Mapping[str, int] | None = None) -> tuple[str, SiteContent]:
+    """(content URL, the site) for the world's site ``index`` as it stands. ``roles`` (user LUID -> site
+    role id) overrides the world's role, as the generator's snapshots do for a silent change."""
     site = world.sites[index]
+    roles = roles or {}
     start = world.start_us
     held = SiteContent(site.luid)
     for i, u in enumerate(site.users):
@@ -71,7 +74,7 @@ def sample_site(world, index: int = 0) -> tuple[str, SiteContent]:
                 "name": u.name,
                 "fullName": u.display,
                 "email": u.email,
-                "siteRole": SITE_ROLE_NAMES[u.site_role_id],
+                "siteRole": SITE_ROLE_NAMES[roles.get(u.luid, u.site_role_id)],
                 "authSetting": "ServerDefault",
                 "lastLogin": _time(start - (1 + i % 48) * 3_600_000_000),
                 "locale": u.locale,
@@ -87,8 +90,10 @@ def sample_site(world, index: int = 0) -> tuple[str, SiteContent]:
          "email": f"former.analyst@{site.domain}", "siteRole": "Unlicensed", "authSetting": "ServerDefault",
          "lastLogin": _time(start - 400 * 24 * 3_600_000_000), "domain": "local"},
     ]  # fmt: skip
+    on_site = {u.luid for u in site.users}  # the stories leave the users they delete in the member lists
     for g in site.groups:
-        held.groups.append({"id": g.luid, "name": g.name, "domain": g.domain, "members": [u.luid for u in g.members]})
+        members = [u.luid for u in g.members if u.luid in on_site]
+        held.groups.append({"id": g.luid, "name": g.name, "domain": g.domain, "members": members})
     all_users = next(g for g in site.groups if g.name == "All Users")
     all_users_row = next(g for g in held.groups if g["id"] == all_users.luid)
     all_users_row["members"] += [never, unlicensed]
@@ -193,13 +198,25 @@ def sample_site(world, index: int = 0) -> tuple[str, SiteContent]:
     return site.url, held
 
 
-def write_sample_inventory(cfg, out: Path, seed: int, start: datetime, at: datetime, log=print) -> InventoryReport:
+def write_sample_inventory(
+    cfg,
+    out: Path,
+    seed: int,
+    start: datetime,
+    at: datetime,
+    log=print,
+    world=None,
+    roles: Mapping[str, int] | None = None,
+) -> InventoryReport:
     """``auditlake generate inventory``: every site of the world of ``seed`` and ``start`` (the ones
     ``generate activity-log`` writes the log of) served on loopback, and ``auditlake inventory`` run
     against it into ``out`` as of ``at``: the product's own client writes the files, as it would from
-    Tableau. The token is made up for the run and put where ``tableau.token_*_env`` point."""
-    world = build_world(seed, start)
-    content = dict(sample_site(world, i) for i in range(len(world.sites)))
+    Tableau. The token is made up for the run and put where ``tableau.token_*_env`` point.
+
+    ``world`` is that world as the log's stories left it (``build_world(seed, start)``, as it stands
+    before them, when None); ``roles`` as :func:`sample_site`'s."""
+    world = world if world is not None else build_world(seed, start)
+    content = dict(sample_site(world, i, roles) for i in range(len(world.sites)))
     name, token = "auditlake-sample", uuid.uuid4().hex
     server = TableauServer.start(token_name=name, token_secret=token, content=content)
     variables = {cfg.get("tableau.token_name_env"): name, cfg.get("tableau.token_secret_env"): token}

@@ -21,8 +21,8 @@ from pathlib import Path
 from .dirty import DIRTY_KINDS, FILE_KINDS, RECORD_KINDS, UNKNOWN_TYPES
 from .generator import DEFAULT_START, Generator
 from .records import attribute_list, build_record, full_record
-from .snapshots import ENTITY_TYPES, SCHEMAS, SNAPSHOT_DIRTY_KINDS
-from .world import build_world
+from .snapshots import ENTITY_TYPES, SCHEMAS, SNAPSHOT_DIRTY_KINDS, silent_roles
+from .world import World, build_world
 
 
 def generate_activity_log(
@@ -38,6 +38,7 @@ def generate_activity_log(
     security_stories: bool = False,
     snapshots: bool = False,
     snapshot_every: int = 1,
+    world: World | None = None,
 ) -> dict:
     """Write an Activity Log under ``out_dir`` as Tableau delivers it; return a summary.
 
@@ -96,6 +97,11 @@ def generate_activity_log(
     ``new_role``, ``hour``}], empty unless dirty with snapshots). ``files`` and the counts
     before it are the Activity Log's.
     ``progress`` is called with a short line every 100,000 records.
+
+    ``world`` is the one the log is written of, ``build_world(seed, start)`` when None (pass that
+    one for the same bytes). The stories change it as they run: afterwards it holds the sites as
+    they stand at the window's end, as an inventory taken then would read them (the silent change
+    excepted: it is in the snapshots only, see :func:`.snapshots.silent_roles`).
     """
     start = start or DEFAULT_START
     if start.tzinfo is None:
@@ -115,6 +121,7 @@ def generate_activity_log(
         security_stories,
         snapshots,
         int(snapshot_every),
+        world,
     ).run()
 
 
@@ -124,6 +131,7 @@ __all__ = [
     "full_record",
     "attribute_list",
     "build_world",
+    "silent_roles",
     "DIRTY_KINDS",
     "ENTITY_TYPES",
     "SCHEMAS",

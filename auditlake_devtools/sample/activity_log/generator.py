@@ -14,7 +14,7 @@ from .dirty import DIRTY_KINDS, FileDirt, RecordDirt, per_kind_target
 from .records import generated_specs, render, resolve, subject_kind
 from .snapshots import SnapshotWriter, no_snapshots
 from .values import DAY_US, HOUR_US, Ctx, iso, new_uuid, time_variant, to_us
-from .world import build_world
+from .world import World, build_world
 from .writer import PartitionWriter
 
 DEFAULT_START = datetime(2026, 6, 1, tzinfo=UTC)
@@ -132,12 +132,13 @@ class Generator:
         security_stories: bool = False,
         snapshots: bool = False,
         snapshot_every: int = 1,
+        world: World | None = None,
     ) -> None:
         if events < 0 or days < 1 or snapshot_every < 1:
             raise ValueError("events must be >= 0, days >= 1 and snapshot_every >= 1")
         self.events, self.seed, self.days, self.dirty = events, seed, days, dirty
         self.progress = progress
-        self.world = build_world(seed, start)
+        self.world = world if world is not None else build_world(seed, start)
         self.rng = random.Random(seed)
         self.start_us = to_us(start)
         self.end_us = self.start_us + days * DAY_US

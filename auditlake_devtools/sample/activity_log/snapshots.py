@@ -216,6 +216,20 @@ class SnapshotWriter:
         return {"files": self.files, "rows": self.rows, "by_entity": dict(self.by_entity), "hours": len(self.at)}
 
 
+def silent_roles(world, silent_changes: list[dict]) -> dict[str, int]:
+    """The silent changes (a summary's ``silent_changes``) still in force in ``world`` as it stands:
+    user LUID -> the site role the snapshots show, as :meth:`SnapshotWriter.take` last applied them.
+    A user who has left the site, or whose role the log has changed since, has none."""
+    role_ids = {name: role for role, name in SITE_ROLE_NAMES.items()}
+    roles = {}
+    for change in silent_changes:
+        site = next(s for s in world.sites if s.luid == change["site_luid"])
+        user = next((u for u in site.users if u.luid == change["user_luid"]), None)
+        if user is not None and user.site_role_id == role_ids[change["old_role"]]:
+            roles[user.luid] = role_ids[change["new_role"]]
+    return roles
+
+
 def no_snapshots() -> dict:
     """The ``snapshots`` summary of a run without them."""
     return {"files": 0, "rows": 0, "by_entity": {e: 0 for e in ENTITY_TYPES}, "hours": 0}
