@@ -21,9 +21,10 @@ from pipelines.integrity.reconcile import reconcile, reconcile_files
 from pipelines.lake import storage
 from pipelines.lake.delta_tables import COMMIT_NOTE, ensure_schema, table_bytes, table_files, table_names, table_version
 from pipelines.lake.table_names import tables
+from pipelines.personal_data.erase.landing import rewritten_pieces
 from pipelines.personal_data.erase.pending import PENDING_DIR, PendingErasure, clear_pending, load_pending, save_pending
 from pipelines.personal_data.erase.person import TOKEN_PREFIX, Person, PersonNotFound, token_for
-from pipelines.personal_data.erase.rewrite import pseudonymise_table, rows_rewritten_by
+from pipelines.personal_data.erase.rewrite import pseudonymise, pseudonymise_table, rows_rewritten_by
 from pipelines.personal_data.erase.run import erase_person
 from pipelines.refresh import run_refresh
 from pipelines.runtime.spark_session import ROW_BYTES_AT_LEAST, session_conf, small_and_large, small_tables
@@ -211,6 +212,29 @@ def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path)
     assert loaded.rows_by_table == {"bronze.t": 3} and loaded.person().keys == {"a@example.com"}
     clear_pending(spark, cfg)
     assert load_pending(spark, cfg) is None and not folder.exists()
+
+
+def test_a_server_log_piece_is_rewritten_line_by_line_as_bronzes_raw_lines(spark):
+    """Only the lines holding the person change, each as bronze's raw line would (still JSON, the same
+    tokens); a CRLF end and bytes that are not UTF-8 in another line are kept as they were."""
+    person = Person("email", keys={"a@example.com", "0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11"}, names={"Ana Silva"})
+    tokens = {value: token_for(value, SALT) for value in person.identifiers()}
+    held = '{"actorUserEmail": "A@Example.com", "user": "Ana Silva", "luid": "0B7D5D8E-9F4E-4C1B-9A51-3F0E0F2A1C11"}'
+    other = b'{"actorUserEmail": "b@example.com", "note": "\xff"}'
+    piece = held.encode() + b"\r\n" + other + b"\n" + b'{"by": "Ana Silvas"}\n'
+    out = rewritten_pieces(spark, {"p.log": piece, "q.log": other + b"\n"}, person, tokens)
+    assert list(out) == ["p.log"]  # a piece holding nobody is not rewritten
+    first, second, third, end = out["p.log"].split(b"\n")
+    assert first.endswith(b"\r") and (second, third, end) == (other, b'{"by": "Ana Silvas"}', b"")
+    assert json.loads(first) == {
+        "actorUserEmail": tokens["a@example.com"],
+        "user": tokens["Ana Silva"],
+        "luid": tokens["0b7d5d8e-9f4e-4c1b-9a51-3f0e0f2a1c11"],
+    }
+    bronze = spark.createDataFrame([(held,)], "raw_line string").select(
+        pseudonymise(F.col("raw_line"), person, tokens).alias("raw_line")
+    )
+    assert first[:-1].decode() == bronze.first()["raw_line"]  # the rewrite of bronze's raw line
 
 
 def _held_table(spark) -> str:

@@ -19,6 +19,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from auditlake_devtools.sample.activity_log import generate_activity_log
+from auditlake_devtools.sample.server_logs import ServerLogTree
+from pipelines.activity_log import SERVER_LOG_FOLDER
 from pipelines.cli import main
 from pipelines.config.load import load_config
 from pipelines.integrity import report
@@ -32,8 +34,11 @@ from pipelines.lake.table_names import tables
 from pipelines.lifecycle.holds import HoldRefused, add_hold, release_hold
 from pipelines.lifecycle.retention import apply_retention, due_on_refresh
 from pipelines.lifecycle.scope import site_luid
+from pipelines.personal_data.erase.person import resolve_person
 from pipelines.personal_data.erase.run import erase_person
 from pipelines.refresh import new_run_id, run_refresh
+from pipelines.server_logs.discover import LogRoot
+from pipelines.server_logs.pieces import copy_new_lines
 from tests.lake import BUNDLED_EXPORT, move_day, variant_environ
 
 pytestmark = [pytest.mark.slow(minutes=4)]
@@ -42,6 +47,10 @@ FORGED_RUN = "29991231T000000Z-forged00"
 # what the fixture leaves for the tests: the tables' versions after the first refresh, a day not delivered
 FIRST_VERSIONS: dict[str, int] = {}
 LATER_DAY: list = []
+# the person erased (their identifiers) and a copy of the Server log pieces before the erasure
+PERSON: list = []
+PIECES_BEFORE: list = []
+ERASE_SAID: list[str] = []
 # a row deleted from bronze, or one added, also unbalances bronze = silver + duplicates + quarantine
 UNRECONCILED = "the layers do not reconcile: run `auditlake reconcile` for the counts"
 
@@ -70,20 +79,56 @@ def trail(spark, lake_dir, tmp_path_factory):
     landing = cfg.path("paths.landing_dir")
     runs = []
     for day in days[:2]:
+        if runs:
+            _to_server_logs(generated, day, tmp_path_factory.mktemp("trail_server_logs"), cfg)
         assert move_day(generated, landing, day) > 0
         runs.append(run_refresh(spark, cfg, ["bronze", "silver"], log=_quiet).run_id)
         if len(runs) == 1:
             FIRST_VERSIONS.update({name: table_version(spark, name) for name in _trail_names(cfg)})
     LATER_DAY.append((generated, days[2]))
+    t = tables(cfg)
+    # a person with lines in Tableau Server's log pieces (the second day's site events)
+    from_pieces = spark.table(t.bronze_raw("site")).where(F.col("source_file").contains("/server/node="))
     person = (
-        spark.table(tables(cfg).silver_events("site"))
+        spark.table(t.silver_events("site"))
+        .join(from_pieces.select("bronze_id"), "bronze_id")
         .where("email IS NOT NULL")
         .select("email")
         .orderBy("email")
         .first()["email"]
     )
-    erasure = erase_person(spark, cfg, person, SALT, requested_by="dpo-ticket-9", log=_quiet)
+    PERSON.append(resolve_person(spark, cfg, person))
+    PIECES_BEFORE.append(tmp_path_factory.mktemp("trail_pieces"))
+    shutil.copytree(landing / SERVER_LOG_FOLDER, PIECES_BEFORE[0], dirs_exist_ok=True)
+    erasure = erase_person(spark, cfg, person, SALT, requested_by="dpo-ticket-9", log=ERASE_SAID.append)
     return cfg, runs, erasure
+
+
+def _to_server_logs(generated: Path, day: str, tree_dir: Path, cfg) -> None:
+    """The day's site events written to Tableau Server log files instead of delivered, and copied into
+    the landing folder as a refresh copies them (pieces under ``server/``)."""
+    records, date_folder = [], ""
+    for path in sorted((generated / "site").rglob("*")):
+        if path.is_file() and f"/d={day}/" in path.as_posix():
+            date_folder = re.search(r"y=\d+/m=\d+/d=\d+", path.as_posix())[0]
+            data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            for line in data.decode("utf-8").splitlines():
+                record = json.loads(line)
+                if isinstance(record.get("event"), dict):  # the emitter's envelope
+                    record = record["event"]
+                record.setdefault("eventType", re.search(r"/eventType=([^/]+)/", path.as_posix())[1])
+                records.append(record)
+            path.unlink()
+    tree = ServerLogTree(tree_dir, nodes=1, zone="UTC", rotate_lines=25)
+    tree.append(records)
+    roots = [LogRoot(str(folder), folder.name) for folder in sorted(tree_dir.iterdir())]
+    copy_new_lines(None, roots, "UTC", cfg.landing_dir, cfg.checkpoint_dir, log=_quiet)
+    # in the day's folder, not today's, which would leave the deliveries' days out of bronze's next listing
+    for folder in Path(cfg.landing_dir, SERVER_LOG_FOLDER).glob("node=*/tz=*"):
+        for copied in list(folder.glob("y=*/m=*/d=*")):
+            target = folder / date_folder
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copied.rename(target)
 
 
 def _key():
@@ -162,6 +207,87 @@ def test_a_kill_while_a_digest_is_written_leaves_no_gap(spark, trail, monkeypatc
     assert [d.seq for d in stored] == list(range(1, len(before) + 2))
     assert killed_run in json.loads(stored[-1].raw)["tables"][tables(cfg).bronze_raw("site")]["runs"]
     assert _verify(spark, cfg).findings == []
+
+
+def test_a_refresh_after_the_erasure_lands_no_rewritten_piece_again(spark, trail):
+    """The Server log pieces the erasure rewrote have another size and time: the ledger knows that
+    version (ops.erased_files), so a refresh walking every folder lands nothing and records no change."""
+    cfg, _runs, _erasure = trail
+    t = tables(cfg)
+    before = (spark.table(t.file_ledger).count(), spark.table(t.bronze_raw("site")).count())
+    said: list[str] = []
+    run_refresh(spark, cfg, ["bronze", "silver"], log=said.append, full_listing=True)
+    assert (spark.table(t.file_ledger).count(), spark.table(t.bronze_raw("site")).count()) == before
+    assert spark.table(t.file_ledger).where("status = 'changed'").count() == 0
+    assert any(
+        re.search(r"bronze: \d+ files under .*: 0 new to read, 0 new entity snapshots, 0 decided", m) for m in said
+    )
+    assert _verify(spark, cfg).findings == []
+
+
+def _piece_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8").lower()
+
+
+def test_the_erasure_rewrites_the_server_log_pieces_and_verify_accepts_only_that(spark, trail):
+    """Tableau Server's log pieces are the lake's own archive: the erasure rewrites those that held the
+    person as it rewrote bronze's raw lines, its signed record names each with its new SHA-256; a
+    piece changed by hand afterwards, or given its landed bytes back, is named by verify."""
+    cfg, runs, erasure = trail
+    person, copy_before = PERSON[0], PIECES_BEFORE[0]
+    server = Path(cfg.landing_dir, SERVER_LOG_FOLDER)
+
+    def holds_the_person(text: str) -> bool:  # a key anywhere, a name as a JSON string
+        return any(k in text for k in person.keys) or any(f'"{n.lower()}"' in text for n in person.names)
+
+    assert [p for p in server.rglob("*.log") if holds_the_person(_piece_text(p))] == []
+    held = {
+        str(server / p.relative_to(copy_before)) for p in copy_before.rglob("*.log") if holds_the_person(_piece_text(p))
+    }
+    record = next(r for d in DigestLog(cfg.digest_dir).digests()[0] for r in json.loads(d.raw).get("erasures", []))
+    files = {path: after for path, _before, after in record["files"]}
+    assert record["erasure_id"] == erasure.erasure_id and held and set(files) == held
+    assert all(hashlib.sha256(Path(path).read_bytes()).hexdigest() == after for path, after in files.items())
+    # Tableau's deliveries are not rewritten: erase says how many still hold the person
+    landed = spark.table(tables(cfg).file_ledger).where(F.col("run_id").isin(runs) & (F.col("status") == "landed"))
+    deliveries = [
+        r["path"]
+        for r in landed.collect()
+        if not Path(r["path"]).is_relative_to(server)
+        and holds_the_person(
+            (
+                gzip.decompress(Path(r["path"]).read_bytes())
+                if r["path"].endswith(".gz")
+                else Path(r["path"]).read_bytes()
+            )
+            .decode("utf-8")
+            .lower()
+        )
+    ]
+    assert [m for m in ERASE_SAID if "delivery files" in m] == [
+        f"erase: not erased: {len(deliveries)} landed delivery files still hold the person in clear (Tableau's "
+        "deliveries under the landing folder, not the lake's archive); delete or replace them at the source too "
+        "(docs/operations.md#erasure-gdpr-article-17)"
+    ] * bool(deliveries)
+    assert f"erase: {len(held)} Tableau Server log pieces under the landing folder rewritten" in ERASE_SAID
+    piece = sorted(files)[0]
+    rows = spark.table(tables(cfg).bronze_raw("site")).where(F.col("source_file") == piece).collect()
+    # its lines are bronze's rows of it, rewritten alike
+    assert sorted(Path(piece).read_text(encoding="utf-8").splitlines()) == sorted(r["raw_line"] for r in rows)
+
+    def verified_with(content: bytes) -> list[str]:
+        erased, times = Path(piece).read_bytes(), os.stat(piece)
+        Path(piece).write_bytes(content)
+        try:
+            return _verify(spark, cfg).findings
+        finally:  # the next refresh must find the piece as the erasure left it
+            Path(piece).write_bytes(erased)
+            os.utime(piece, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+    edited = verified_with(Path(piece).read_bytes().replace(b"erased:", b"ERASED:", 1))
+    undone = verified_with((copy_before / Path(piece).relative_to(server)).read_bytes())
+    assert edited == [f"file {piece}: replaced or changed after landing (its SHA-256 differs)"]
+    assert undone == [f"file {piece}: holds its landed content again, which an erasure rewrote"]
 
 
 def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
@@ -248,6 +374,9 @@ def test_an_erasure_undone_is_named(spark, trail):
     row = spark.table(table).where(F.col("bronze_id").isin(list(landed_hash))).orderBy("bronze_id").first()
     row_id = row["bronze_id"]  # one retention left
     source = Path(row["source_file"])
+    server = Path(cfg.landing_dir, SERVER_LOG_FOLDER)
+    if source.is_relative_to(server):  # a Server log piece: the erasure rewrote it, its copy from before holds it
+        source = PIECES_BEFORE[0] / source.relative_to(server)
     text = (gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()).decode("utf-8")
     clear = next(
         line for line in text.splitlines() if hashlib.sha256(line.encode("utf-8")).hexdigest() == landed_hash[row_id]

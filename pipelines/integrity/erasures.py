@@ -5,7 +5,9 @@ An erasure rewrites bronze's raw content (tokens where identifiers were), so tho
 to the ``content_hash`` stored at landing. ``verify`` accepts exactly the rewrites a signed record lists.
 The record is taken after the erasure is done, from the rows themselves: every row whose content no
 longer matches its landing hash and that no earlier record accounts for, holding one of the erasure's
-tokens. It goes into the next digest (the erasure's own, or a refresh's after a crash).
+tokens. It goes into the next digest (the erasure's own, or a refresh's after a crash). So do the
+landed files it rewrote (Tableau Server's log pieces, ``ops.erased_files``), each with its SHA-256
+before and after: ``verify`` accepts a landed file whose hash is the one a record gave it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,22 @@ def accepted_rewrites(records: list[dict]) -> dict[tuple[str, str], str]:
             for row_id, _landed, after in rows:
                 accepted[(table, row_id)] = after
     return accepted
+
+
+def accepted_files(records: list[dict]) -> dict[str, str]:
+    """Landed file path -> the SHA-256 an erasure gave it (the latest record's)."""
+    return {path: after for record in records for path, _before, after in record.get("files") or []}
+
+
+def _rewritten_files(spark: SparkSession, cfg: Config) -> dict[str, list[list[str]]]:
+    """Per erasure, the landed files it rewrote: [path, SHA-256 before, after] (``ops.erased_files``)."""
+    table = tables(cfg).erased_files
+    if not spark.catalog.tableExists(table):
+        return {}
+    out: dict[str, list[list[str]]] = {}
+    for r in spark.table(table).orderBy("erasure_id", "path").collect():
+        out.setdefault(r["erasure_id"], []).append([r["path"], r["sha256_before"], r["sha256_after"]])
+    return out
 
 
 def recorded_erasures(digest_log: DigestLog) -> list[dict]:
@@ -85,6 +103,7 @@ def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest
             holders = [i for i, e in enumerate(done) if any(tok in (row["content"] or "") for tok in e["tokens"] or [])]
             if holders:
                 owner[(name, row["row_id"])] = (holders[-1], row["content_hash"], row["now"])
+    files = _rewritten_files(spark, cfg)
     records = []
     for i, erasure in enumerate(done):
         rewrites: dict[str, list] = {}
@@ -100,6 +119,7 @@ def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest
                 "tokens": sorted(erasure["tokens"] or []),
                 "rows_total": erasure["rows_total"],
                 "rewrites": rewrites,
+                "files": files.get(erasure["erasure_id"], []),
             }
         )
     return records

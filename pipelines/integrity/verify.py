@@ -19,7 +19,7 @@ from pipelines.config.load import Config
 from pipelines.integrity import merkle
 from pipelines.integrity.capture import file_sha256
 from pipelines.integrity.digest_log import DigestLog, StoredDigest, unsigned
-from pipelines.integrity.erasures import accepted_rewrites
+from pipelines.integrity.erasures import accepted_files, accepted_rewrites
 from pipelines.integrity.reconcile import reconcile, reconcile_files
 from pipelines.integrity.signing import Ed25519PublicKey, fingerprint, signature_holds
 from pipelines.integrity.trail import leaf, trail_tables
@@ -133,15 +133,20 @@ def check_anchor(stored: list[StoredDigest], lines: list[str], v: Verification) 
             v.findings.append(f"anchor: {name} differs from the witness's copy (re-signed or replaced)")
 
 
-def check_files(spark: SparkSession, digests: list[dict], v: Verification) -> None:
+def check_files(spark: SparkSession, digests: list[dict], records: list[dict], v: Verification) -> None:
+    """Every landed file with the SHA-256 it landed with, or the one the latest signed erasure record
+    gave it (a Server log piece rewritten); one that holds its landed bytes again had the erasure undone."""
     entries = [f for d in digests for f in d.get("files") or []]
     sums = file_sha256(spark, sorted({f["path"] for f in entries}))
+    erased = accepted_files(records)
     for f in entries:
         v.files += 1
-        now = sums.get(f["path"])
+        now, after = sums.get(f["path"]), erased.get(f["path"])
         if now is None:
             v.findings.append(f"file {f['path']}: removed after landing (run {f['run_id']})")
-        elif now != f["sha256"]:
+        elif after is not None and now == f["sha256"]:
+            v.findings.append(f"file {f['path']}: holds its landed content again, which an erasure rewrote")
+        elif now != f["sha256"] and now != after:
             v.findings.append(f"file {f['path']}: replaced or changed after landing (its SHA-256 differs)")
         else:
             v.files_valid += 1
@@ -353,7 +358,7 @@ def verify(
         if (start is None or (_time(d["period"]["to"]) or start) >= start)
         and (end is None or (_time(d["period"]["from"]) or end) <= end)
     ]
-    check_files(spark, window, v)
+    check_files(spark, window, records, v)
     log(f"verify: {v.files_valid:,}/{v.files:,} files as landed")
     check_rows(spark, cfg, digests, records, v)
     check_erasures(spark, cfg, records, v)

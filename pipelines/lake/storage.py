@@ -108,10 +108,14 @@ def create_new(spark: SparkSession, location: str, data: bytes) -> None:
 
 
 def write_text(spark: SparkSession, location: str, text: str) -> None:
+    write_bytes(spark, location, text.encode("utf-8"))
+
+
+def write_bytes(spark: SparkSession, location: str, data: bytes) -> None:
     fs, path = _fs(spark, location)
     stream = fs.create(path, True)  # parents are created; an existing file is replaced
     try:
-        stream.write(bytearray(text.encode("utf-8")))
+        stream.write(bytearray(data))
     finally:
         stream.close()
 

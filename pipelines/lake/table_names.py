@@ -113,6 +113,11 @@ class Tables:
         return f"{self.ops_schema}.erasures"
 
     @property
+    def erased_files(self) -> str:
+        """One row per landed file an erasure rewrote (a Server log piece): its new size, time and SHA-256."""
+        return f"{self.ops_schema}.erased_files"
+
+    @property
     def alert_deliveries(self) -> str:
         """One row per detection queued for the webhook (pipelines/alerts/webhook.py): pending or sent, the payload."""
         return f"{self.ops_schema}.alert_deliveries"

@@ -5,7 +5,8 @@ are in bronze; an empty file lands with 0 rows), ``quarantined`` (it could not b
 gzip its name says, a gzip stream cut short; the reason is kept and the rest of the delivery
 lands), ``skipped`` (not Activity Log records: entity snapshots, marker files; counted), or
 ``changed`` (a landed file that came back with another size or time: reported, never landed a
-second time). A quarantined or skipped file that is replaced is read again on the next run.
+second time). A quarantined or skipped file that is replaced is read again on the next run. A
+Server log piece an erasure rewrote (``ops.erased_files``) is known at its new size and time.
 
 Bronze commits its rows first, then the ledger (one commit per run). A run killed between the
 two left a bronze commit the ledger does not know: ``recover_unledgered`` rebuilds those rows
@@ -90,6 +91,11 @@ def known_versions(spark: SparkSession, t: Tables, since: date | None) -> dict[s
         versions = out.setdefault(r["path"], {})
         if versions.get((r["size"], r["ms"])) in (None, SKIPPED):  # a later read outranks an old skip
             versions[(r["size"], r["ms"])] = r["status"]
+    # a Server log piece an erasure rewrote is the landed file, with the person pseudonymised: not new
+    if spark.catalog.tableExists(t.erased_files):
+        erased = spark.table(t.erased_files).select("path", "size", F.expr("unix_millis(mtime)").alias("ms"))
+        for r in erased.collect():
+            out.setdefault(r["path"], {})[(r["size"], r["ms"])] = LANDED
     return out
 
 

@@ -22,6 +22,11 @@ covers). The steps, each in a module of its own (``run`` puts them in order):
    (``numUpdatedRows``), kept in the state file after it. The commit carries the erasure id
    (Delta's commit ``userMetadata``), so a run killed between the commit and the save finds the
    count in the table's history; a table rewritten already matches no row, and Delta makes no commit.
+   Tableau Server's log pieces in the landing folder (``landing``), the lake's own archive of
+   Server's log files, are rewritten line by line the same way (each piece whole, its new content
+   kept in the state file first) and recorded in ``ops.erased_files``: the file ledger takes that
+   version for the landed one, and the signed record gives ``verify`` its new SHA-256. Tableau's
+   deliveries are not the lake's: a line says how many still hold the person.
 4. **Vacuum** (``vacuum``) every table touched with ``erase.vacuum_retain_hours``: the files that held the old
    values (and the change data feed's pre-images) are deleted, so time travel to a version before
    the erasure fails.

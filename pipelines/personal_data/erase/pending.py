@@ -39,6 +39,8 @@ class PendingErasure:
     # each table's version before the erasure: where its history is searched for the erasure's commit
     # (none in a state file written before they were kept: its counts were taken before each rewrite)
     versions_before: dict[str, int] = field(default_factory=dict)
+    # Server log pieces rewritten: path -> [SHA-256 before, after], kept before each piece is replaced
+    files: dict[str, list[str]] = field(default_factory=dict)
 
     def person(self) -> Person:
         return Person(self.identifier_kind, set(self.keys), set(self.names))

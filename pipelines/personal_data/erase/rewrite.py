@@ -19,7 +19,7 @@ from pipelines.lake.table_names import tables
 from pipelines.personal_data.erase.person import Person
 
 
-def _java_regex(text: str) -> str:
+def java_regex(text: str) -> str:
     """``text`` as a literal inside a Java regular expression (backslash before every non-word
     character, which Java reads as that character)."""
     return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)
@@ -31,12 +31,12 @@ def pseudonymise(column: Column, person: Person, tokens: dict[str, str]) -> Colu
     for value in person.identifiers():
         token = tokens[value]
         if value.lower() in person.keys:  # distinctive: wherever it occurs, any case
-            out = F.regexp_replace(out, F.lit("(?i)" + _java_regex(value)), F.lit(token))
+            out = F.regexp_replace(out, F.lit("(?i)" + java_regex(value)), F.lit(token))
         else:  # a name: the whole value, or a JSON string holding it
             # each step reads `out` once: the expression grows with the identifiers, never doubles per
             # name (a person with many names made a plan that filled the driver's heap)
-            out = F.regexp_replace(out, F.lit("(?iu)^" + _java_regex(value) + "$"), F.lit(token))
-            out = F.regexp_replace(out, F.lit('(?i)"' + _java_regex(value) + '"'), F.lit(f'"{token}"'))
+            out = F.regexp_replace(out, F.lit("(?iu)^" + java_regex(value) + "$"), F.lit(token))
+            out = F.regexp_replace(out, F.lit('(?i)"' + java_regex(value) + '"'), F.lit(f'"{token}"'))
     return out
 
 
@@ -66,8 +66,8 @@ def erasable_tables(spark: SparkSession, cfg: Config) -> list[str]:
 def _pattern(person: Person) -> str:
     """One Java regular expression that finds what ``pseudonymise`` replaces: a key anywhere (any
     case), a name as the whole value or as a JSON string."""
-    keys = [_java_regex(v) for v in person.identifiers() if v.lower() in person.keys]
-    names = [_java_regex(v) for v in person.identifiers() if v.lower() not in person.keys]
+    keys = [java_regex(v) for v in person.identifiers() if v.lower() in person.keys]
+    names = [java_regex(v) for v in person.identifiers() if v.lower() not in person.keys]
     parts = [f"(?i:{'|'.join(keys)})"] if keys else []
     if names:
         parts += [f"(?iu:^(?:{'|'.join(names)})$)", f'(?i:"(?:{"|".join(names)})")']

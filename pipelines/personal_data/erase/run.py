@@ -21,6 +21,7 @@ from pipelines.lake.delta_tables import (
 )
 from pipelines.lake.table_names import tables
 from pipelines.lifecycle.holds import refuse_erasure_under_hold
+from pipelines.personal_data.erase.landing import deliveries_note, rewrite_server_pieces
 from pipelines.personal_data.erase.pending import PendingErasure, clear_pending, load_pending, save_pending
 from pipelines.personal_data.erase.person import Person, identifier_kind, resolve_person, token_for
 from pipelines.personal_data.erase.readers import move_silver_past, require_promoted
@@ -134,6 +135,7 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
         for layer, names in groupby(pending.tables, key=lambda name: name.split(".")[0]):
             log(f"erase: pseudonymising {layer}")
             _pseudonymise_layer(spark, cfg, pending, list(names), log)
+    deliveries = rewrite_server_pieces(spark, cfg, pending, log)  # bronze rewritten: its rows name the pieces
     report = pending.report()
     copies = refresh_analyst_copies(spark, cfg, report, log)
     log(
@@ -157,7 +159,7 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
     )
     # which rows it rewrote, signed: `auditlake verify` accepts exactly those rewrites
     write_digest(cfg, "erasure", pending.erasure_id, spark, log=log)
-    exported = ocsf_exports_note(spark, cfg)
-    if exported:
-        log(exported)
+    for note in (deliveries_note(deliveries), ocsf_exports_note(spark, cfg)):
+        if note:
+            log(note)
     return report
