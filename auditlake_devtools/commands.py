@@ -84,7 +84,9 @@ def cmd_demo(cfg: Config, args: argparse.Namespace) -> int:
 
     landing = cfg.path("paths.landing_dir")
     if landing.is_dir() and any(landing.iterdir()):
-        log(f"demo: sample data already in {landing} (delete {cfg.data_dir} to start over)")
+        # the landing folder may lie outside the data dir (paths.landing_dir): name each one to delete
+        again = cfg.data_dir if landing.is_relative_to(cfg.data_dir) else f"{landing} and {cfg.data_dir}"
+        log(f"demo: sample data already in {landing} (delete {again} to start over)")
     else:
         write_demo_landing(cfg, landing)
     _place_writeback_sample(cfg)
