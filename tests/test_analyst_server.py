@@ -313,6 +313,43 @@ def test_a_dead_server_is_restarted_and_said_so_in_one_line(analysts):
     assert after["ok"], after
 
 
+class _NotYetReaped:
+    """A JVM's process as the watch may find it just after a SIGKILL: its socket already closed, its
+    exit code not yet readable by ``poll`` (the kernel is still tearing it down)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+
+    def poll(self):
+        return None
+
+    def wait(self, timeout=None):
+        return self.proc.wait(timeout)
+
+
+def test_a_jvm_killed_under_the_watch_is_told_by_its_signal_whatever_its_gateway_raises():
+    """The first call after the kill fails in py4j's error, every later one in the socket's own
+    (``ConnectionRefusedError``): each is told as the JVM's SIGKILL, never as the watch's own crash."""
+    from pyspark.java_gateway import launch_gateway
+
+    from pipelines.analyst.server import jvm_ended
+
+    gateway = launch_gateway()
+    try:
+
+        def asked() -> bool:
+            return gateway.jvm.java.lang.Boolean.parseBoolean("false")
+
+        jvm = _NotYetReaped(gateway.proc)
+        assert jvm_ended(asked, jvm) is None
+        os.kill(gateway.proc.pid, signal.SIGKILL)
+        assert [jvm_ended(asked, jvm) for _ in range(3)] == [str(-signal.SIGKILL)] * 3
+    finally:
+        if gateway.proc.poll() is None:
+            gateway.proc.kill()
+        gateway.proc.wait()
+
+
 def _descendants(pid: int, name: str) -> list[int]:
     """The processes called ``name`` under ``pid``, at any depth."""
     found, todo = [], [pid]

@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from py4j.protocol import Py4JError
@@ -47,6 +49,9 @@ RESYNC_SECONDS = 30  # how often the catalog is looked at for tables added, remo
 # CREATE after the metastore's retries (slowing every start and re-sync), and Spark then stores the
 # view without its columns
 COLUMN_COMMENT_MAX = 256
+# how long a gateway that stopped answering is given to show its JVM's exit: a killed JVM closes its
+# socket before its exit code can be read
+JVM_EXIT_WAIT_SECONDS = 10
 
 
 def column_comment(text: str) -> str:
@@ -163,16 +168,27 @@ def sync_views(spark: SparkSession, tables_dir: str, catalog: dict) -> dict[str,
     return made
 
 
-def jvm_ended(spark: SparkSession, jvm) -> str | None:
+def jvm_ended(is_stopped: Callable[[], bool], jvm) -> str | None:
     """How the server's JVM ended (its exit code, negative for a signal; ``stopped`` for a Spark context
-    an error no statement caught has stopped), or None while it serves."""
+    an error no statement caught has stopped, as ``is_stopped`` asks the JVM), or None while it serves."""
     if jvm.poll() is not None:
         return str(jvm.returncode)
     try:
-        stopped = spark.sparkContext._jsc.sc().isStopped()  # an error no statement caught (a service thread's)
-    except Py4JError:
-        stopped = False  # the JVM dying this instant: its exit code is read on the next turn
+        stopped = is_stopped()
+    except (Py4JError, OSError):
+        return jvm_exit(jvm)
     return "stopped" if stopped else None
+
+
+def jvm_exit(jvm) -> str | None:
+    """After a gateway call failed: the JVM's exit code once it has ended, or None when it still runs
+    (a call can fail inside a live JVM: a heap a statement exhausted fails the gateway's thread too).
+    py4j raises its own error for the call the JVM's death broke, and the socket's own error
+    (``ConnectionRefusedError``) for every call after it."""
+    try:
+        return str(jvm.wait(timeout=JVM_EXIT_WAIT_SECONDS))
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def look_again(spark: SparkSession, spec: dict, text: str, views: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -223,9 +239,10 @@ def main() -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     jvm = spark.sparkContext._gateway.proc  # the JVM pyspark started: watched, so a death is told at once
+    context_stopped = spark.sparkContext._jsc.sc().isStopped  # by an error no statement caught (a service thread's)
     next_sync = time.monotonic() + RESYNC_SECONDS
     while not stop.wait(1):
-        if (ended := jvm_ended(spark, jvm)) is not None:
+        if (ended := jvm_ended(context_stopped, jvm)) is not None:
             print(f"{JVM_ENDED_LINE}{ended}", flush=True)
             return JVM_ENDED
         if time.monotonic() < next_sync:
@@ -233,10 +250,10 @@ def main() -> int:
         next_sync = time.monotonic() + RESYNC_SECONDS
         try:
             text, views = look_again(spark, spec, text, views)
-        except Py4JError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever a dying JVM makes a call raise (pyspark wraps some)
             # the JVM died mid-call (told on the next turn, with how), or a call failed inside it (a heap a
             # statement exhausted can fail the gateway's thread too): the server itself goes on serving
-            if jvm.poll() is None:
+            if jvm_exit(jvm) is None:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 print(f"serve: the views' check failed ({first}); trying again in {RESYNC_SECONDS} s", flush=True)
     server.stop()
