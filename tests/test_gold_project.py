@@ -30,7 +30,7 @@ SOURCES_READ_OUTSIDE_STAGING = {
     "int_snapshot_group_members": "entity_snapshots",
     "int_snapshot_content_owners": "entity_snapshots",
     "rpt_access_review": "entity_snapshots, snapshot_ops: the hours applied, through snapshot_history",
-    "rpt_access_log_discrepancies": "snapshot_ops: the hours applied, through snapshot_history",
+    "rpt_access_log_discrepancies": "entity_snapshots, snapshot_ops: All Users, the hours, through snapshot_history",
     "rpt_effective_access": "entity_snapshots, snapshot_ops: the state as of an hour, through snapshot_history",
     "rpt_all_users_grants": "entity_snapshots: the current rules, through snapshot_history",
     "rpt_orphaned_content": "entity_snapshots: the current content and users, through snapshot_history",

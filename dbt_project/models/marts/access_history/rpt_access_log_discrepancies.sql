@@ -8,6 +8,8 @@
 --    ownership transfer of a workbook or data source) after the site's first snapshot hour, and
 --    the snapshots show no matching change at the first applied hour at or after it nor at the
 --    one after that (a change can spill past the hour). Judged once that second hour is applied.
+-- Every user of a site is in "All Users" by being a user: joining it is matched by the user's
+-- creation, as leaving any group is by the user's deletion (Tableau logs these, not the membership).
 with delivered_hours as (
     select distinct
         entity_type,
@@ -26,6 +28,15 @@ hours as (
         lead(snapshot_hour) over by_site as next_hour
     from delivered_hours
     window by_site as (partition by entity_type, site_luid order by snapshot_hour)
+),
+
+-- a group's LUID never changes, nor does "All Users" get another name
+all_users_groups as (
+    select distinct
+        lower(site_luid) as site_luid,
+        lower(luid) as group_luid
+    from ({{ snapshot_history('groups', [['luid', 'string'], ['name', 'string']]) }}) as g
+    where name = 'All Users'
 ),
 
 -- snapshot side ------------------------------------------------------------------------------
@@ -197,6 +208,18 @@ log_user_deletions as (
     where family = 'site' and action = 'deleted' and user_luid is not null
 ),
 
+-- creating a user adds them to "All Users" with no membership event (Tableau logs the creation only)
+log_all_users_joins as (
+    select
+        c.site_luid,
+        a.group_luid,
+        c.user_luid,
+        c.event_time
+    from {{ ref('fct_user_lifecycle') }} as c
+    inner join all_users_groups as a on c.site_luid = a.site_luid
+    where c.family = 'site' and c.action = 'created' and c.user_luid is not null
+),
+
 log_events as (
     {{ union_by_name(['log_roles', 'log_memberships', 'log_owners'], [
         'subject', 'entity_type', 'site_luid', 'user_luid', 'group_luid', 'content_type', 'content_luid',
@@ -284,6 +307,15 @@ snapshots_only as (
             and s.user_luid = d.user_luid
             and d.event_time > s.changed_after - interval 1 hour
             and d.event_time <= s.changed_by + interval 1 hour
+    left anti join log_all_users_joins as j
+        on
+            s.subject = 'group_membership'
+            and s.detail = 'added to group'
+            and s.site_luid = j.site_luid
+            and s.group_luid = j.group_luid
+            and s.user_luid = j.user_luid
+            and j.event_time > s.changed_after - interval 1 hour
+            and j.event_time <= s.changed_by + interval 1 hour
 ),
 
 activity_log_only as (
