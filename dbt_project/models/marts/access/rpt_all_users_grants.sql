@@ -2,11 +2,7 @@
 -- future: rules on items and the default rules of projects (which new content, and in a locked
 -- project all its content, takes), as the entity histories hold them now. Deny rules are left out.
 with all_users as (
-    select
-        lower(site_luid) as site_luid,
-        lower(luid) as group_luid
-    from ({{ snapshot_history('groups', [['luid', 'string'], ['name', 'string']]) }}) as g
-    where valid_to is null and name = 'All Users'
+    {{ all_users_groups(current_only=true) }}
 ),
 
 rules as (

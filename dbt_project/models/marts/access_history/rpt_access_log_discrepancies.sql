@@ -30,13 +30,9 @@ hours as (
     window by_site as (partition by entity_type, site_luid order by snapshot_hour)
 ),
 
--- a group's LUID never changes, nor does "All Users" get another name
+-- a group's LUID never changes: any version names it
 all_users_groups as (
-    select distinct
-        lower(site_luid) as site_luid,
-        lower(luid) as group_luid
-    from ({{ snapshot_history('groups', [['luid', 'string'], ['name', 'string']]) }}) as g
-    where name = 'All Users'
+    {{ all_users_groups(current_only=false) }}
 ),
 
 -- snapshot side ------------------------------------------------------------------------------

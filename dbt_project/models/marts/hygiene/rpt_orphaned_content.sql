@@ -26,22 +26,10 @@ content as (
         lower(owner_luid) as owner_luid
     from ({{ snapshot_history('projects', [['luid', 'string'], ['name', 'string'], ['owner_luid', 'string']]) }}) as p
     where valid_to is null and luid is not null
-    {%- for content_type, entity in [('workbook', 'workbooks'), ('datasource', 'datasources'), ('flow', 'flows')] %}
 
-        union all
+    union all
 
-        select
-            lower(site_luid) as site_luid,
-            '{{ content_type }}' as content_type,
-            lower(luid) as content_luid,
-            name as content_name,
-            lower(project_luid) as project_luid,
-            lower(owner_luid) as owner_luid
-        from ({{ snapshot_history(entity, [
-            ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
-        ]) }}) as c
-        where valid_to is null and luid is not null
-    {%- endfor %}
+    {{ current_content() }}
 )
 
 select

@@ -21,20 +21,14 @@ with connections as (
 ),
 
 items as (
-    {%- for item_type, entity in [('workbook', 'workbooks'), ('datasource', 'datasources'), ('flow', 'flows')] %}
-        select
-            lower(site_luid) as site_luid,
-            '{{ item_type }}' as item_type,
-            lower(luid) as item_luid,
-            name as item_name,
-            lower(project_luid) as project_luid,
-            lower(owner_luid) as owner_luid
-        from ({{ snapshot_history(entity, [
-            ['luid', 'string'], ['name', 'string'], ['project_luid', 'string'], ['owner_luid', 'string']
-        ]) }}) as n
-        where valid_to is null
-        {{- "\n        union all" if not loop.last }}
-    {%- endfor %}
+    select
+        site_luid,
+        content_type as item_type,
+        content_luid as item_luid,
+        content_name as item_name,
+        project_luid,
+        owner_luid
+    from ({{ current_content() }}) as c
 )
 
 select
