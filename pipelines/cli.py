@@ -50,6 +50,7 @@ from pipelines.errors import EXIT_INTERRUPTED, UsageError, kind_of, one_line
 from pipelines.integrity.command import add_integrity, add_verify
 from pipelines.lake.run_log import refresh_lock
 from pipelines.lifecycle.command import add_hold, add_retention
+from pipelines.quality.release import RELEASES
 from pipelines.runtime import spark_session
 from pipelines.runtime.class_archive import record_archive
 from pipelines.runtime.jars import fetch_jars, missing_jars
@@ -98,16 +99,25 @@ def cmd_refresh(cfg: Config, args: argparse.Namespace) -> int:
         cfg = with_root(cfg, args.server_logs, args.server_node or "")
     elif args.server_node:
         raise UsageError("--server-node NAME names the node of --server-logs DIR")
+    if args.release and "silver" not in layers:
+        raise UsageError(f"--release {args.release} releases a batch silver stopped: run the silver layer too")
     if args.every is not None or args.runs is not None:
-        if args.every is None or args.summary or args.wait:
+        if args.every is None or args.summary or args.wait or args.release:
             raise UsageError(
                 "--every PERIOD [--runs N]: --runs needs --every; "
-                "--summary and --wait are for one refresh (--every skips a run that finds "
+                "--summary, --wait and --release are for one refresh (--every skips a run that finds "
                 "another one running)"
             )
         return refresh_every(cfg, layers, parse_every(args.every), args.runs, source, args.full_listing, args.force)
     balanced = refresh(
-        cfg, layers, source, wait=args.wait, full_listing=args.full_listing, summary=args.summary, force=args.force
+        cfg,
+        layers,
+        source,
+        wait=args.wait,
+        full_listing=args.full_listing,
+        summary=args.summary,
+        force=args.force,
+        release=args.release,
     )
     return 0 if balanced else 1
 
@@ -359,6 +369,12 @@ def _add_refresh(sub) -> None:
         "runs, until stopped (a failed run is said and the next one comes on time)",
     )
     p.add_argument("--runs", type=positive_int, metavar="N", help="with --every: stop after N runs")
+    p.add_argument(
+        "--release",
+        choices=RELEASES,
+        help="release the batches a quality gate stopped: quarantine (their rows set aside, reason "
+        "gate_stopped) or promote (the share thresholds waived for them, once the cause is dealt with)",
+    )
     p.add_argument(
         "--summary",
         action="store_true",

@@ -240,10 +240,15 @@ def test_broken_reconciliation_is_stopped(spark, clean_lake, gate):
     assert "suite silver_batch" in message and "expectation reconciliation_exact" in message
 
 
-def test_warning_is_reported_not_blocking(spark, clean_lake, gate):
-    cfg, _ = clean_lake
+def _luid_shape_a_warning(lake_dir):
+    environ = variant_environ(lake_dir, "dq_clean") | {"AUDITLAKE__QUALITY__SEVERITY__LUID_SHAPE": "warning"}
+    return load_config("test", environ=environ)
+
+
+def test_warning_is_reported_not_blocking(spark, clean_lake, lake_dir):
+    cfg = _luid_shape_a_warning(lake_dir)
     events = _events(spark, cfg).withColumn("actor_user_luid", F.lit("not-a-luid"))
-    outcomes = gate.validate(
+    outcomes = QualityGate(spark, cfg, **QUIET).validate(
         "bronze_to_silver", silver_events_suite(cfg, "site"), silver_events_frame(cfg, events), "w"
     )
     luid = [o for o in outcomes if o.key == "luid_shape" and o.column == "actor_user_luid"]
@@ -333,11 +338,11 @@ def test_pandas_and_spark_engines_judge_alike(spark, clean_lake):
     assert judged["pandas"] == judged["spark"]
 
 
-def test_the_spark_engine_counts_first_and_samples_only_what_was_unexpected(spark, clean_lake, monkeypatch):
+def test_the_spark_engine_counts_first_and_samples_only_what_was_unexpected(spark, clean_lake, lake_dir, monkeypatch):
     """A frame its caller counted too large for the pandas engine is not fetched to find that out. GX's
     Spark engine counts without samples (a sample query costs jobs over the whole frame), and runs again
     for the samples only when some value was unexpected."""
-    cfg, _ = clean_lake
+    cfg = _luid_shape_a_warning(lake_dir)
     clean = silver_events_frame(cfg, _events(spark, cfg))
     broken = clean.withColumn("actor_user_luid", F.lit("not-a-luid"))
     fetched = []
@@ -362,7 +367,7 @@ def test_the_spark_engine_counts_first_and_samples_only_what_was_unexpected(spar
     assert engine == "auditlake_spark" and samples["event_id"] == []
     assert {o.element_count for o in gate.outcomes} == {50} and all(o.success for o in gate.outcomes)
 
-    warned = []  # luid_shape is a warning (conf/base.yaml): logged with its samples, not raised
+    warned = []  # luid_shape made a warning: logged with its samples, not raised
     gate = QualityGate(spark, cfg, log=warned.append)
     gate.pandas_max_rows = 10
     gate.validate("bronze_to_silver", silver_events_suite(cfg, "site"), broken, "counted", rows=50)
@@ -398,3 +403,71 @@ def test_a_failed_gate_stops_the_refresh_and_leaves_silver_as_it_was(spark, lake
     failed = spark.table(t.dq_results).where("NOT success").select("expectation_key").collect()
     assert {r["expectation_key"] for r in failed} >= {"json_parse_rate"}
     assert json.loads(spark.table(t.dq_results).where("expectation_key = 'json_parse_rate'").first()["sample"])
+
+
+def test_the_row_rules_reject_exactly_the_rows_the_gate_counts(spark, clean_lake):
+    """Silver sets aside, before the gate, the rows its critical row expectations reject: the conditions
+    are built from the expectations themselves, and reject just what GX counts unexpected (NULLs as GX
+    judges them), so the gate then sees a batch they pass."""
+    from pipelines.activity_log.silver.transform import set_aside
+    from pipelines.quality.suites import row_rules
+
+    cfg, _ = clean_lake
+    ids = [r[0] for r in _events(spark, cfg).select("event_id").collect()]
+    events = (
+        _events(spark, cfg)
+        .withColumn("site_role_id", F.when(F.col("event_id").isin(ids[:3]), F.lit(99)).otherwise(F.col("site_role_id")))
+        .withColumn(
+            "actor_user_luid",
+            F.when(F.col("event_id").isin(ids[2:6]), F.lit("not-a-luid"))
+            .when(F.col("event_id") == ids[6], F.lit(None))
+            .otherwise(F.col("actor_user_luid")),
+        )
+        .withColumn(
+            "event_time",
+            F.when(F.col("event_id") == ids[7], F.lit(datetime(2099, 1, 1))).otherwise(F.col("event_time")),
+        )
+    )
+    suite = silver_events_suite(cfg, "site")
+    gate = QualityGate(spark, cfg, **QUIET)
+    with pytest.raises(QualityGateError) as err:  # a row expectation the rows reach still stops: fail-safe
+        gate.validate("bronze_to_silver", suite, silver_events_frame(cfg, events), "rules")
+    assert all(key in err.value.stopped_by for key in ("event_time_in_window", "luid_shape", "documented_codes"))
+    counted = {}
+    for o in gate.outcomes:
+        if o.unexpected_count:
+            counted[o.key] = counted.get(o.key, 0) + o.unexpected_count
+
+    unjudged = events.withColumn("_reason", F.lit(None).cast("string")).withColumn("_detail", F.lit(None))
+    judged = set_aside(unjudged, row_rules(cfg, suite))
+    rejected = {r["_reason"]: r["n"] for r in judged.groupBy("_reason").agg(F.count("*").alias("n")).collect()}
+    # a row two rules reject is set aside under the first, in the suite's order (LUIDs before codes)
+    assert rejected.pop(None) == 50 - 7
+    assert rejected == {"event_time_in_window": 1, "luid_shape": 4, "documented_codes": 2}
+    assert counted == {"event_time_in_window": 1, "documented_codes": 3, "luid_shape": 4}
+    kept = judged.where("_reason IS NULL").drop("_reason", "_detail")
+    fresh = silver_events_suite(cfg, "site")  # (a suite's expectations belong to the GX suite first built of them)
+    gate.validate("bronze_to_silver", fresh, silver_events_frame(cfg, kept), "rules")  # passes
+
+
+def test_a_share_stops_only_a_batch_large_enough_to_say_something_of_the_feed(spark, clean_lake):
+    """A share threshold is a circuit breaker for a broken feed: on fewer rows than
+    quality.thresholds.min_rows_for_shares it is told, not stopping; on a large batch it stops, unless the
+    operator released that batch."""
+    cfg, _ = clean_lake
+    said: list[str] = []
+    gate = QualityGate(spark, cfg, log=said.append)
+    one_stray = silver_batch_frame(1, 0, 0, 1)  # one row, quarantined: a ratio of 1
+    gate.validate("bronze_to_silver", silver_batch_suite(cfg), one_stray, "shares", batch_rows=1)
+    assert (
+        len(said) == 1
+        and "a share judged on 1 rows (fewer than quality.thresholds.min_rows_for_shares, 100)" in said[0]
+    )
+    broken = silver_batch_frame(400, 100, 0, 300)
+    with pytest.raises(QualityGateError, match="expectation quarantine_ratio") as err:
+        gate.validate("bronze_to_silver", silver_batch_suite(cfg), broken, "shares", batch_rows=400)
+    assert err.value.stopped_by == "bronze_to_silver.silver_batch quarantine_ratio"
+    gate.validate("bronze_to_silver", silver_batch_suite(cfg), broken, "shares", batch_rows=400, waive_shares=True)
+    assert "released by the operator, not stopping" in said[-1]
+    with pytest.raises(QualityGateError, match="expectation reconciliation_exact"):  # a batch invariant: always
+        gate.validate("bronze_to_silver", silver_batch_suite(cfg), silver_batch_frame(5, 3, 0, 1), "x", batch_rows=5)

@@ -365,10 +365,10 @@ class Ops(Section):
 class Thresholds(Section):
     min_parse_rate: Share = key(0.95, "share of bronze lines that are JSON objects")
     min_event_type_rate: Share = key(0.99, "share of parsed lines with an event type")
-    min_luid_shape_rate: Share = key(1.0, "share of LUIDs shaped like UUIDs")
     max_quarantine_ratio: Share = key(0.05, "quarantined / bronze rows in a batch")
     min_event_year: Whole(1000, 9999) = key(2013, "the Activity Log did not exist before")
     future_tolerance_hours: Whole(0) = key(24, "clock skew allowed for event_time")
+    min_rows_for_shares: Whole(1) = key(100, "a share threshold stops a batch of at least this many rows only")
 
 
 QUALITY_SEVERITY = {
@@ -381,7 +381,7 @@ QUALITY_SEVERITY = {
     "event_time_not_null": "critical",
     "event_time_in_window": "critical",
     "event_type_known": "critical",
-    "luid_shape": "warning",
+    "luid_shape": "critical",
     "documented_codes": "critical",
     "documented_values": "warning",
     "quarantine_ratio": "critical",
@@ -401,6 +401,9 @@ class Quality(Section):
     data_docs_runs: Whole(1) = key(24, "validation results kept per suite for the Data Docs (all: ops.dq_results)")
     default_severity: OneOf(*SEVERITIES) = key("critical", "an expectation's severity when severity does not say")
     thresholds: Thresholds = key(Thresholds, "the gates' thresholds")
+    hold_stopped_hours: Whole(0) = key(
+        24, "a batch a gate stopped is held this long, then a refresh sets its rows aside to quarantine"
+    )
     severity: dict[str, OneOf(*SEVERITIES)] = key(QUALITY_SEVERITY, "expectation key -> critical | warning")
 
 

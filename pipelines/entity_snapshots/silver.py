@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.load import Config
@@ -43,6 +43,7 @@ from pipelines.lake.table_names import Tables, tables
 from pipelines.runtime.spark_session import small_input_below
 
 APPLIED, LATE, PENDING = "applied", "late", "pending"
+QUARANTINED = "quarantined"  # a snapshot with rows it cannot key: kept in bronze, not applied
 HOURS_SCHEMA = (
     "entity_type string, site_luid string, snapshot_hour timestamp, rows long, status string, "
     "run_id string, bronze_ingest_ts timestamp, recorded_at timestamp"
@@ -66,6 +67,7 @@ class SnapshotPromotion:
     entity_type: str
     hours_applied: int = 0
     hours_late: int = 0
+    hours_set_aside: int = 0
     rows_read: int = 0
     versions_added: int = 0
     versions_closed: int = 0
@@ -149,11 +151,15 @@ def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], ru
         state = _state(spark, t, types)
     # the hours (site, snapshot_hour) bronze holds past each type's watermark and not yet recorded: one job
     delivered_frames = [
-        _new_bronze(spark, t, e, state)
-        .groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
-        .agg(F.count(F.lit(1)).alias("rows"), F.max("ingest_ts").alias("bronze_ingest_ts"))
+        new.groupBy(F.col("snapshot_site_luid").alias("site_luid"), "snapshot_hour")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.max("ingest_ts").alias("bronze_ingest_ts"),
+            F.count_if(_keyless(new, key_columns(cfg, e))).alias("keyless"),
+        )
         .withColumn("entity_type", F.lit(e))
         for e in types
+        for new in [_new_bronze(spark, t, e, state)]
     ]
     recorded = spark.table(t.snapshot_hours).select("entity_type", "site_luid", "snapshot_hour")
     delivered = (
@@ -165,21 +171,27 @@ def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], ru
         return
     apply: dict[str, list] = {}
     late: dict[str, list] = {}
+    keyless: dict[str, list] = {}  # a snapshot with a row it cannot key is set aside, the others go on
     for r in delivered:
         last = state.last_applied.get((r["entity_type"], r["site_luid"]))
+        if r["keyless"]:
+            keyless.setdefault(r["entity_type"], []).append(r)
+            continue
         (apply if last is None or r["snapshot_hour"] > last else late).setdefault(r["entity_type"], []).append(r)
+    for e, hours in keyless.items():
+        outs[e].hours_set_aside = len(hours)
+        outs[e].problems.append(_set_aside_problem(cfg, spark, t, e, hours))
     for e, hours in late.items():
         outs[e].hours_late = len(hours)
         outs[e].problems.append(
             f"silver: entity {e}: {len(hours)} snapshots older than their site's last "
             "applied hour were kept in bronze, not applied (see ops.snapshot_hours, status late)"
         )
-    for e in apply:
-        _check_keys(spark, cfg, t, e)
     _record_hours(
         spark,
         t,
         [(r, LATE) for hours in late.values() for r in hours]
+        + [(r, QUARANTINED) for hours in keyless.values() for r in hours]
         + [(r, PENDING) for hours in apply.values() for r in hours],
         run_id,
     )
@@ -193,15 +205,32 @@ def _apply_all(spark: SparkSession, cfg: Config, t: Tables, types: list[str], ru
         )
 
 
-def _check_keys(spark: SparkSession, cfg: Config, t: Tables, entity_type: str) -> None:
+def _keyless(frame: DataFrame, keys: list[str]) -> Column:
+    """Whether a bronze row has no key: a key column not delivered at all, or every key column NULL or
+    blank in the row (a file without the column, in a table whose other files have it). Such rows cannot
+    be told apart: their snapshot would keep one of them and close every version it cannot match. (One
+    part of a composite key may be empty: the key keeps it as empty text.)"""
+    delivered = set(payload_columns(frame))
+    if any(k not in delivered for k in keys):
+        return F.lit(True)
+    blank = [F.coalesce(F.trim(F.col(f"`{k}`").cast("string")), F.lit("")) == "" for k in keys]
+    return reduce(Column.__and__, blank)
+
+
+def _set_aside_problem(cfg: Config, spark: SparkSession, t: Tables, entity_type: str, hours: list) -> str:
     delivered = payload_columns(spark.table(t.bronze_entity(entity_type)))
-    missing = [k for k in key_columns(cfg, entity_type) if k not in delivered]
-    if missing:
-        raise ValueError(
-            f"entity snapshots {entity_type}: no key column {', '.join(missing)} in the files; set "
-            f"snapshots.keys.{entity_type} in conf to the columns that identify a row "
-            f"(the files have: {', '.join(delivered)})"
-        )
+    keys = key_columns(cfg, entity_type)
+    missing = [k for k in keys if k not in delivered]
+    why = (
+        f"no key column {', '.join(missing)} in the files (they have: {', '.join(delivered)})"
+        if missing
+        else f"rows with no value in any key column ({', '.join(keys)})"
+    )
+    return (
+        f"silver: entity {entity_type}: {len(hours)} snapshots set aside, not applied ({why}); they stay in "
+        f"bronze (ops.snapshot_hours, status {QUARANTINED}); set snapshots.keys.{entity_type} in conf to the "
+        "columns that identify a row if those are not they"
+    )
 
 
 def _apply(

@@ -142,18 +142,20 @@ class SnapshotReconciliation:
     bronze_rows: int
     applied_rows: int  # in snapshots silver applied to the history
     late_rows: int  # in snapshots older than their site's history: kept in bronze only
+    quarantined_rows: int  # in snapshots with rows silver cannot key: kept in bronze only
     pending_rows: int  # in snapshots silver has not seen yet
     hours_miscounted: int  # (site, hour) whose bronze rows differ from what silver recorded: must be 0
 
     @property
     def balanced(self) -> bool:
-        return self.hours_miscounted == 0 and self.bronze_rows == self.applied_rows + self.late_rows + self.pending_rows
+        kept = self.applied_rows + self.late_rows + self.quarantined_rows + self.pending_rows
+        return self.hours_miscounted == 0 and self.bronze_rows == kept
 
 
 def reconcile_snapshots(spark: SparkSession, cfg: Config) -> list[SnapshotReconciliation]:
     """Per entity type: every bronze snapshot (site, hour) is applied, late, or not promoted yet, with
     the row count silver recorded for it."""
-    from pipelines.entity_snapshots.silver import APPLIED, LATE
+    from pipelines.entity_snapshots.silver import APPLIED, LATE, QUARANTINED
 
     t = tables(cfg)
     out = []
@@ -178,6 +180,7 @@ def reconcile_snapshots(spark: SparkSession, cfg: Config) -> list[SnapshotReconc
                 F.sum("bronze").alias("bronze"),
                 F.sum(F.when(F.col("status") == APPLIED, F.col("rows"))).alias("applied"),
                 F.sum(F.when(F.col("status") == LATE, F.col("rows"))).alias("late"),
+                F.sum(F.when(F.col("status") == QUARANTINED, F.col("rows"))).alias("quarantined"),
                 F.sum(F.when(F.col("status").isNull(), F.col("bronze"))).alias("pending"),
                 F.count_if(F.col("status").isNotNull() & (F.col("rows") != F.col("bronze"))).alias("miscounted"),
             )
@@ -185,18 +188,25 @@ def reconcile_snapshots(spark: SparkSession, cfg: Config) -> list[SnapshotReconc
         )
         out.append(
             SnapshotReconciliation(
-                entity_type, r["bronze"] or 0, r["applied"] or 0, r["late"] or 0, r["pending"] or 0, r["miscounted"]
+                entity_type,
+                r["bronze"] or 0,
+                r["applied"] or 0,
+                r["late"] or 0,
+                r["quarantined"] or 0,
+                r["pending"] or 0,
+                r["miscounted"],
             )
         )
     return out
 
 
 def format_snapshots(results: list[SnapshotReconciliation]) -> str:
-    lines = [f"{'snapshots':<16} {'bronze':>9} {'applied':>9} {'late':>7} {'pending':>8}  check"]
+    lines = [f"{'snapshots':<16} {'bronze':>9} {'applied':>9} {'late':>7} {'set aside':>9} {'pending':>8}  check"]
     for r in results:
         status = "ok" if r.balanced else f"MISMATCH ({r.hours_miscounted} snapshot hours miscounted)"
         lines.append(
-            f"{r.entity_type:<16} {r.bronze_rows:>9} {r.applied_rows:>9} {r.late_rows:>7} {r.pending_rows:>8}  {status}"
+            f"{r.entity_type:<16} {r.bronze_rows:>9} {r.applied_rows:>9} {r.late_rows:>7} "
+            f"{r.quarantined_rows:>9} {r.pending_rows:>8}  {status}"
         )
     return "\n".join(lines)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.load import Config
@@ -31,13 +31,18 @@ def bronze_rows_frame(spark: SparkSession, batch: DataFrame, file_ledger: str) -
     )
 
 
+def event_time_in_window(cfg: Config) -> Column:
+    """Whether ``event_time`` lies in the sane window: not before ``min_event_year``, not later than now
+    plus ``future_tolerance_hours`` (NULL when there is no time)."""
+    t = cfg.settings.quality.thresholds
+    earliest = F.lit(f"{int(t.min_event_year)}-01-01").cast("timestamp")
+    latest = F.current_timestamp() + F.expr(f"INTERVAL {int(t.future_tolerance_hours)} HOURS")
+    return (F.col("event_time") >= earliest) & (F.col("event_time") <= latest)
+
+
 def silver_events_frame(cfg: Config, events: DataFrame) -> DataFrame:
     """Candidate silver events, with ``event_time_in_window`` (1 inside the sane window, else 0)."""
-    t = cfg.get("quality.thresholds")
-    earliest = f"{int(t['min_event_year'])}-01-01"
-    latest = F.current_timestamp() + F.expr(f"INTERVAL {int(t['future_tolerance_hours'])} HOURS")
-    in_window = (F.col("event_time") >= F.lit(earliest).cast("timestamp")) & (F.col("event_time") <= latest)
-    return events.withColumn("event_time_in_window", F.when(in_window, 1).otherwise(0))
+    return events.withColumn("event_time_in_window", F.when(event_time_in_window(cfg), 1).otherwise(0))
 
 
 def silver_batch_frame(bronze_rows: int, inserted: int, duplicates: int, quarantined: int) -> pd.DataFrame:

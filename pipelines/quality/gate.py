@@ -2,10 +2,14 @@
 
 A checkpoint is named for the boundary it guards and the frame it reads
 (``bronze_to_silver.bronze_rows``, ``bronze_to_silver.silver_events_site``, ...). Every
-expectation result becomes one row of ``ops.dq_results``; a failed ``critical``
-expectation raises ``QualityGateError`` naming the suite, the expectation and a sample
-of the offending values, which stops the promotion of that batch (nothing of it is
-written, and the earlier layer stays as it is). Warnings are logged and recorded.
+expectation result becomes one row of ``ops.dq_results``. A failed ``critical`` expectation of
+kind ``batch`` (and of kind ``share`` on a batch of ``quality.thresholds.min_rows_for_shares``
+rows or more) raises ``QualityGateError`` naming the suite, the expectation and a sample of the
+offending values, which stops the promotion of that batch (nothing of it is written, and the
+earlier layer stays as it is). A ``share`` judged on fewer rows is logged, not stopping. Rows a
+``row`` expectation rejects were set aside before the gate (``pipelines.quality.suites.row_rules``):
+one that still fails here stops, as a rule and its condition disagreeing is the lake's fault.
+Warnings are logged and recorded.
 """
 
 from __future__ import annotations
@@ -59,7 +63,12 @@ DQ_RESULTS_SCHEMA = (
 
 
 class QualityGateError(CheckFailed):
-    """A critical expectation failed: the batch is not promoted."""
+    """A critical expectation failed: the batch is not promoted. ``stopped_by``: the checkpoint and the
+    keys of the expectations that stopped it."""
+
+    def __init__(self, message: str, stopped_by: str = ""):
+        super().__init__(message)
+        self.stopped_by = stopped_by
 
 
 @dataclass
@@ -70,6 +79,7 @@ class ExpectationOutcome:
     expectation_type: str
     column: str | None
     severity: str
+    kind: str
     success: bool
     element_count: int | None
     unexpected_count: int | None
@@ -142,6 +152,7 @@ class QualityGate:
         self.spark, self.cfg, self.log = spark, cfg, log
         self.enabled = bool(cfg.settings.quality.enabled)
         self.pandas_max_rows = int(cfg.settings.quality.pandas_max_rows)
+        self.min_rows_for_shares = int(cfg.settings.quality.thresholds.min_rows_for_shares)
         self._context = None
         self.datasources = {}
         self.outcomes: list[ExpectationOutcome] = []
@@ -227,19 +238,32 @@ class QualityGate:
         return self.enabled and 0 < self.pandas_max_rows and rows <= self.pandas_max_rows
 
     def validate(
-        self, boundary: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, run_id: str, rows: int | None = None
+        self,
+        boundary: str,
+        spec: SuiteSpec,
+        frame: DataFrame | pd.DataFrame,
+        run_id: str,
+        rows: int | None = None,
+        batch_rows: int | None = None,
+        waive_shares: bool = False,
+        set_aside: dict[str, int] | None = None,
     ) -> list[ExpectationOutcome]:
         """Validate ``frame`` (a Spark frame, or a pandas one of figures counted already) against ``spec``;
-        record outcomes; raise if a critical one failed. ``rows``: the frame's row count when the caller
-        knows it (a frame known too large for the pandas engine is not fetched to find that out)."""
+        record outcomes; raise if a critical one stops the batch. ``rows``: the frame's row count when the
+        caller knows it (a frame known too large for the pandas engine is not fetched to find that out).
+        ``batch_rows``: the rows of the batch a share is judged on (default: the frame's); ``waive_shares``:
+        an operator released the batch, so no share stops it; ``set_aside``: rows the suite's row rules
+        set aside before the gate, by key, recorded with the outcomes."""
         if not self.enabled:
             return []
         name = f"{boundary}.{spec.name}"
         # Only the few columns the suite names are checked (the whole frame is read again only for
         # the rows behind a failure).
         wanted = {e.column for e in spec.expectations if getattr(e, "column", None)}
+        judge = _Judging(batch_rows, waive_shares, set_aside or {})
         if isinstance(frame, pd.DataFrame):
-            return self._validate(name, spec, frame, "pandas", frame[[c for c in frame.columns if c in wanted]], run_id)
+            narrow_pandas = frame[[c for c in frame.columns if c in wanted]]
+            return self._validate(name, spec, frame, "pandas", narrow_pandas, run_id, judge)
         narrow = frame.select(*[c for c in frame.columns if c in wanted])
         # GX's Spark engine runs a job or two per expectation, a fixed price per suite even for a
         # handful of rows. A frame that fits in quality.pandas_max_rows is fetched once (Arrow) and
@@ -247,16 +271,23 @@ class QualityGate:
         if self.pandas_max_rows > 0 and (rows is None or self.fetches_whole(rows)):
             small = narrow.limit(self.pandas_max_rows + 1).toPandas()
             if self.fetches_whole(len(small)):
-                return self._validate(name, spec, frame, "pandas", small, run_id)
+                return self._validate(name, spec, frame, "pandas", small, run_id, judge)
         # The Spark engine scans the frame once per metric. Materialised as a local checkpoint (rows kept
         # on the executors, memory then disk), GX's dozen queries plan over a leaf, not over the batch's
         # typing, which a cached frame's plan still holds and Spark matches against its cache at every
         # query (docs/performance.md, "Silver's typing and gate"). The frame is the suite's few columns
         # only.
-        return self._validate(name, spec, frame, "spark", narrow.localCheckpoint(), run_id)
+        return self._validate(name, spec, frame, "spark", narrow.localCheckpoint(), run_id, judge)
 
     def _validate(
-        self, name: str, spec: SuiteSpec, frame: DataFrame | pd.DataFrame, engine: str, data, run_id: str
+        self,
+        name: str,
+        spec: SuiteSpec,
+        frame: DataFrame | pd.DataFrame,
+        engine: str,
+        data,
+        run_id: str,
+        judge: _Judging,
     ) -> list[ExpectationOutcome]:
         checkpoint = self._checkpoint(name, spec, engine)
         result = checkpoint.run(batch_parameters={"dataframe": data})
@@ -272,15 +303,28 @@ class QualityGate:
         for o in outcomes:
             if not o.success and o.column and o.sample:
                 o.sample_rows = _offending_rows(frame, o.column, o.sample)
+        _note_set_aside(outcomes, judge.set_aside)
         self._queue(outcomes, run_id)
         self.outcomes += outcomes
+        failed = []
         for o in outcomes:
-            if not o.success and o.severity == "warning":
+            if o.success:
+                continue
+            if o.severity == "warning":
                 self.log(f"quality warning: {o.describe()}")
-        failed = [o for o in outcomes if not o.success and o.severity == "critical"]
+            elif o.kind == "share" and judge.waive_shares:
+                self.log(f"quality: released by the operator, not stopping: {o.describe()}")
+            elif o.kind == "share" and (rows := judge.batch_rows or o.element_count or 0) < self.min_rows_for_shares:
+                self.log(
+                    f"quality: a share judged on {rows} rows (fewer than quality.thresholds.min_rows_for_shares, "
+                    f"{self.min_rows_for_shares}), not stopping: {o.describe()}"
+                )
+            else:
+                failed.append(o)
         if failed:
             raise QualityGateError(
-                f"quality gate {name} stopped the promotion: " + " | ".join(o.describe() for o in failed)
+                f"quality gate {name} stopped the promotion: " + " | ".join(o.describe() for o in failed),
+                stopped_by=f"{name} " + ", ".join(dict.fromkeys(o.key for o in failed)),
             )
         return outcomes
 
@@ -356,6 +400,24 @@ class QualityGate:
                 _remove_empty(page.parent, site)
 
 
+@dataclass(frozen=True)
+class _Judging:
+    """How one validation's failures are judged (``QualityGate.validate``'s arguments)."""
+
+    batch_rows: int | None
+    waive_shares: bool
+    set_aside: dict[str, int]
+
+
+def _note_set_aside(outcomes: list[ExpectationOutcome], set_aside: dict[str, int]) -> None:
+    """The rows each row rule set aside before the gate, on the first outcome of its key: the gate saw
+    the batch without them, so its figures alone would not show them."""
+    for key, n in set_aside.items():
+        first = next((o for o in outcomes if o.key == key), None)
+        if first is not None and n:
+            first.observed_value = f"{n} rows set aside to quarantine (reason {key}) before the check"
+
+
 def _outcome(checkpoint: str, spec: SuiteSpec, r) -> ExpectationOutcome:
     """One expectation's result (GX's ExpectationValidationResult) as the gate records it."""
     conf = r.expectation_config
@@ -367,6 +429,7 @@ def _outcome(checkpoint: str, spec: SuiteSpec, r) -> ExpectationOutcome:
         expectation_type=conf.type,
         column=conf.kwargs.get("column"),
         severity=conf.meta.get("severity", "critical"),
+        kind=conf.meta.get("kind", "batch"),
         success=bool(r.success),
         element_count=_plain(res.get("element_count")),
         unexpected_count=_plain(res.get("unexpected_count")),

@@ -34,12 +34,15 @@ def refresh(
     full_listing: bool = False,
     summary: bool = False,
     force: bool = False,
+    release: str | None = None,
 ) -> bool:
     """One refresh as the command runs it: the lock, what the file system says changed since the last
     complete refresh (nothing: no Spark, pipelines/refresh/nothing_new.py), the session, the layers, then the
     summary or the time taken (``auditlake refresh`` and ``auditlake demo``). False when the summary's
-    checks do not balance."""
+    checks do not balance. ``release``: how silver releases the batches a gate stopped (a release runs
+    silver even when nothing is new)."""
     started = time.monotonic()
+    force = force or release is not None
     if source is not None and not source.is_dir():
         raise UsageError(f"--source {source}: no such folder")
     with refresh_lock(cfg, wait_seconds=wait, log=log):
@@ -68,7 +71,7 @@ def refresh(
                 )
             )
             full_listing = True
-        return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict, copied)
+        return _refresh_in_spark(cfg, layers, source, full_listing, summary, started, verdict, copied, release)
 
 
 def _what_changed(cfg: Config, layers: list[str], source: Path | None, copied: CopyResult | None):
@@ -107,10 +110,13 @@ def _refresh_in_spark(
     started: float,
     verdict,
     copied: CopyResult | None,
+    release: str | None = None,
 ) -> bool:
     preload(modules_for(cfg, layers))  # GX and dbt imported while the JVM starts
     spark = spark_session.build_spark(cfg)
-    report = run_refresh(spark, cfg, layers, source, log=log, full_listing=full_listing, server_logs=copied)
+    report = run_refresh(
+        spark, cfg, layers, source, log=log, full_listing=full_listing, server_logs=copied, release=release
+    )
     # with --summary, recorded only once the lake balances (a run that exits 1 is run again in full)
     balanced = print_summary(spark, cfg, started) if summary else True
     if verdict is not None and balanced and left_nothing_to_retry(cfg, report):

@@ -70,6 +70,7 @@ class RefreshReport:
     alerts: alerts.AlertsReport | None = None  # alerts.on_refresh: the detections posted after gold
     published: PublishReport | None = None  # tableau.publish_on_refresh: what was published after gold
     reconciliation: DataFrame | None = None  # gold.checks.reconciliation_frame after this run's gold build
+    release: str | None = None  # how silver releases batches a gate stopped (`refresh --release`)
 
 
 def parse_layers(text: str) -> list[str]:
@@ -89,10 +90,12 @@ def run_refresh(
     log=print,
     full_listing: bool = False,
     server_logs: CopyResult | None = None,
+    release: str | None = None,
 ) -> RefreshReport:
     """Run ``layers`` in order. ``server_logs``: the copy of Tableau Server's log files when the caller
-    made it before Spark started (``auditlake refresh`` does); bronze copies only when it is None."""
-    report = RefreshReport(new_run_id(), layers)
+    made it before Spark started (``auditlake refresh`` does); bronze copies only when it is None.
+    ``release``: how silver releases the batches a gate stopped (pipelines.quality.release)."""
+    report = RefreshReport(new_run_id(), layers, release=release)
     report.full_listing = full_listing
     report.server_logs = server_logs
     log(f"refresh {report.run_id}: layers {', '.join(layers)} (env {cfg.env})")
@@ -265,7 +268,7 @@ def _silver(spark: SparkSession, cfg: Config, report: RefreshReport, source_dir:
         # deploy that teaches it a type needs no operator step, and these rows, landed earlier, win the
         # duplicate check against copies of them in this run's new rows.
         report.replays = replay.replay_quarantine(spark, cfg, report.run_id, log=log, gate=gate)
-        report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate)
+        report.silver = promote.promote_silver(spark, cfg, report.run_id, log=log, gate=gate, release=report.release)
     finally:
         # the report is built also (above all) when a gate stopped the run; nothing checked: none
         if gate is not None and gate.checked:

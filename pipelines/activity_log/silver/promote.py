@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -26,9 +27,11 @@ from pyspark.sql import functions as F
 from pipelines.activity_log import bronze
 from pipelines.activity_log.silver.transform import (
     ALREADY_IN_SILVER,
+    GATE_STOPPED,
     NEW,
     REPLAYED,
     SAME_BATCH,
+    RowRule,
     SilverFrames,
     bronze_of,
     decide,
@@ -44,6 +47,8 @@ from pipelines.lake.delta_tables import ensure_schema, table_version
 from pipelines.lake.silver_stamp import with_silver_run
 from pipelines.lake.table_names import Tables, tables
 from pipelines.quality.frames import bronze_rows_frame, silver_batch_frame, silver_events_frame
+from pipelines.quality.gate import QualityGateError
+from pipelines.quality.release import RELEASE_QUARANTINE
 from pipelines.runtime.spark_session import describe_jobs, not_given, session_conf, small_input_below
 
 if TYPE_CHECKING:
@@ -183,14 +188,25 @@ def promote_batch(
     app_id: str,
     gate: QualityGate | None = None,
     log=print,
+    release: str | None = None,
+    stopped: str = "",
 ) -> PromotionResult:
     """Type, deduplicate, check and write one batch of bronze rows.
 
-    With a ``gate``, the batch is validated before anything is written: a failed critical
-    expectation raises and the batch is not promoted (silver stays as it was)."""
+    With a ``gate``, the rows its row expectations reject are set aside to quarantine, and the rest is
+    validated before anything is written: an expectation that stops the batch raises and nothing of it
+    is promoted (silver stays as it was). ``release``: the batch was stopped before (``stopped`` says
+    by what) and is released: every row to quarantine, or promoted with the share thresholds waived."""
     t = tables(cfg)
     result = PromotionResult(family, batches=1)
     started = time.monotonic()
+    rules: list[RowRule] = []
+    if release == RELEASE_QUARANTINE:
+        rules = [RowRule(GATE_STOPPED, F.lit(True), F.lit(f"the batch was stopped ({stopped}) and set aside whole"))]
+    elif gate is not None and gate.enabled:
+        from pipelines.quality.suites import row_rules, silver_events_suite  # loads GX
+
+        rules = row_rules(cfg, silver_events_suite(cfg, family))
 
     def step(what: str, following: str) -> None:  # a progress line per step of a long batch
         log(f"silver: {family}: {what} ({time.monotonic() - started:.1f}s)")
@@ -202,7 +218,7 @@ def promote_batch(
     # compressing cost more of the typing than the memory it saved was worth (docs/performance.md,
     # "Silver's typing and gate"). An operator's own setting in spark.extra_conf wins.
     with session_conf(spark, not_given(cfg, _STAGED_CACHE)):
-        staged = with_silver_run(stage(batch, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+        staged = with_silver_run(stage(batch, family, rules), run_id).persist(StorageLevel.MEMORY_AND_DISK)
         events = events_of(staged)
         quarantine = with_silver_run(quarantine_of(staged, family), run_id)
         ensure_silver_tables(spark, cfg, family, SilverFrames(events, quarantine))
@@ -245,19 +261,24 @@ def promote_batch(
     if gate is not None:
         from pipelines.quality.suites import bronze_rows_suite, silver_batch_suite, silver_events_suite  # loads GX
 
-        bronze_rows = bronze_of(staged)
-        if gate.fetches_whole(result.bronze_rows):
-            # The gate fetches these few columns whole anyway. Materialised first, the ledger's joins plan
-            # over them rather than over the batch's typing, whose plan each join matches against the
-            # cache, seconds of the driver's time a batch.
-            bronze_rows = bronze_rows.localCheckpoint()
-        rows_frame = bronze_rows_frame(spark, bronze_rows, t.file_ledger)
-        gate.validate("bronze_to_silver", bronze_rows_suite(cfg), rows_frame, run_id, rows=result.bronze_rows)
-        events_frame = silver_events_frame(cfg, new_events)
-        new = counts.get(NEW, 0)
-        gate.validate("bronze_to_silver", silver_events_suite(cfg, family), events_frame, run_id, rows=new)
+        judging = {"batch_rows": result.bronze_rows, "waive_shares": release is not None}
+        if release != RELEASE_QUARANTINE:  # a batch set aside whole promotes nothing: only its figures are checked
+            bronze_rows = bronze_of(staged)
+            if gate.fetches_whole(result.bronze_rows):
+                # The gate fetches these few columns whole anyway. Materialised first, the ledger's joins plan
+                # over them rather than over the batch's typing, whose plan each join matches against the
+                # cache, seconds of the driver's time a batch.
+                bronze_rows = bronze_rows.localCheckpoint()
+            rows_frame = bronze_rows_frame(spark, bronze_rows, t.file_ledger)
+            suite = bronze_rows_suite(cfg)
+            gate.validate("bronze_to_silver", suite, rows_frame, run_id, rows=result.bronze_rows, **judging)
+            events_frame = silver_events_frame(cfg, new_events)
+            set_aside = {r.key: result.reasons.get(r.key, 0) for r in rules}
+            suite = silver_events_suite(cfg, family)
+            new = counts.get(NEW, 0)
+            gate.validate("bronze_to_silver", suite, events_frame, run_id, rows=new, set_aside=set_aside, **judging)
         figures = silver_batch_frame(result.bronze_rows, result.inserted, result.duplicates, result.quarantined)
-        gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id)
+        gate.validate("bronze_to_silver", silver_batch_suite(cfg), figures, run_id, **judging)
         gate.record()  # the checks of a batch are in ops.dq_results before any of it is written
         step("gate passed", "writes")
 
@@ -381,7 +402,14 @@ def _record_no_rows(spark: SparkSession, t: Tables, family: str, run_id: str, ap
 
 
 def promote_family(
-    spark: SparkSession, cfg: Config, family: str, done: int, run_id: str, log=print, gate: QualityGate | None = None
+    spark: SparkSession,
+    cfg: Config,
+    family: str,
+    done: int,
+    run_id: str,
+    log=print,
+    gate: QualityGate | None = None,
+    release: str | None = None,
 ) -> PromotionResult:
     """Promote the bronze rows of ``family`` committed since the last promotion (bronze version
     ``done``: promoted_upto), in one batch.
@@ -389,7 +417,11 @@ def promote_family(
     The range (last promoted version, bronze's current version] is written down before anything
     else (``silver_<family>.pending.json`` beside the checkpoints); a run killed mid-way redoes
     exactly that range, and Delta's idempotent writes (txnAppId, txnVersion = the range's end)
-    skip the tables it had already written. Nothing new: no commit."""
+    skip the tables it had already written. Nothing new: no commit.
+
+    A range a gate stopped stays pending with what stopped it and since when; later ranges wait behind
+    it until ``release`` (the operator's) or until it has been stopped ``quality.hold_stopped_hours``
+    (then its rows are set aside to quarantine)."""
     source = tables(cfg).bronze_raw(family)
     if not spark.catalog.tableExists(source):
         return PromotionResult(family, skipped_reason=f"no bronze table {source}")
@@ -407,7 +439,11 @@ def promote_family(
         return total
     app_id = _app_id(spark, cfg, family)
     for after, upto in ranges:
-        storage.write_text(spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto}))
+        stopped = (pending or {}).get("stopped") if (pending or {}).get("to") == upto else None
+        released = _release_of(cfg, family, stopped, release, log)
+        storage.write_text(
+            spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto, "stopped": stopped})
+        )
         appends = {} if after < 0 else appended_versions(spark, source, after, upto)
         batch = bronze_rows_between(spark, source, after, upto, appends)
         if batch is None:  # e.g. an erasure's rewrite and its vacuum: nothing new, nothing to check
@@ -416,8 +452,16 @@ def promote_family(
             log(f"silver: {family} bronze versions {after + 1}..{upto}: no rows appended (rewrites only)")
             continue
         # a small batch runs with the small-input settings: compiling its queries would cost more than they take
-        with small_input_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
-            r = promote_batch(spark, cfg, batch, upto, family, run_id, app_id, gate, log=log)
+        try:
+            with small_input_below(spark, cfg, bronze_row_count(spark, source, after, upto, appends)):
+                by = (stopped or {}).get("by", "")
+                r = promote_batch(spark, cfg, batch, upto, family, run_id, app_id, gate, log, released, by)
+        except QualityGateError as exc:
+            stopped = stopped or {"at": datetime.now(UTC).isoformat(timespec="seconds"), "by": exc.stopped_by}
+            storage.write_text(
+                spark, _pending_path(cfg, family), json.dumps({"from": after, "to": upto, "stopped": stopped})
+            )
+            raise QualityGateError(f"{exc}; {_held(cfg, family, after, upto, stopped)}", exc.stopped_by) from None
         log(
             f"silver: {family} bronze versions {after + 1}..{upto}: {r.bronze_rows} bronze rows -> {r.inserted} "
             f"new events, {r.duplicates} duplicates, {r.quarantined} quarantined"
@@ -433,14 +477,62 @@ def promote_family(
     return total
 
 
+def _release_of(cfg: Config, family: str, stopped: dict | None, release: str | None, log) -> str | None:
+    """How a range is released: by the operator, or set aside after its hold (None: not stopped, or held)."""
+    if stopped is None:
+        return None
+    if release is not None:
+        log(f"silver: {family}: the batch stopped by {stopped['by']} is released ({release}) by the operator")
+        return release
+    held = datetime.now(UTC) - datetime.fromisoformat(stopped["at"])
+    hold = timedelta(hours=cfg.settings.quality.hold_stopped_hours)
+    if held >= hold:
+        log(
+            f"silver: {family}: the batch stopped by {stopped['by']} since {stopped['at']} has been held "
+            f"quality.hold_stopped_hours ({cfg.settings.quality.hold_stopped_hours}): its rows set aside to "
+            f"quarantine ({GATE_STOPPED})"
+        )
+        return RELEASE_QUARANTINE
+    return None
+
+
+def _held(cfg: Config, family: str, after: int, upto: int, stopped: dict) -> str:
+    """What the operator reads of a stopped batch: which, since when, and the one command that releases it."""
+    return (
+        f"{family} bronze versions {after + 1}..{upto} held since {stopped['at']}, later deliveries behind it; "
+        f"release it with `auditlake refresh --release quarantine` (its rows set aside, reason {GATE_STOPPED}) "
+        f"or `--release promote` (the share thresholds waived for it, once the cause is dealt with); "
+        f"after quality.hold_stopped_hours ({cfg.settings.quality.hold_stopped_hours}) a refresh sets it aside"
+    )
+
+
+def stopped_batches(spark: SparkSession, cfg: Config) -> dict[str, dict]:
+    """Per family, the pending batch a gate stopped (its range, by what, since when)."""
+    found = {}
+    for family in bronze.FAMILIES:
+        pending = json.loads(storage.read_text(spark, _pending_path(cfg, family)) or "null")
+        if pending and pending.get("stopped"):
+            found[family] = pending
+    return found
+
+
 def promote_silver(
-    spark: SparkSession, cfg: Config, run_id: str, log=print, gate: QualityGate | None = None
+    spark: SparkSession,
+    cfg: Config,
+    run_id: str,
+    log=print,
+    gate: QualityGate | None = None,
+    release: str | None = None,
 ) -> list[PromotionResult]:
+    """Every family's new bronze rows. ``release``: how the batches a gate stopped are released
+    (pipelines/quality/release.py)."""
+    if release is not None and not stopped_batches(spark, cfg):
+        log(f"silver: --release {release}: no batch is stopped; nothing to release")
     results = []
     with small_input_below(spark, cfg, 0):  # one read for every family, of a row per batch: a small input
         upto = promoted_upto(spark, tables(cfg))
     for family in bronze.FAMILIES:
-        result = promote_family(spark, cfg, family, upto.get(family, -1), run_id, log=log, gate=gate)
+        result = promote_family(spark, cfg, family, upto.get(family, -1), run_id, log=log, gate=gate, release=release)
         if result.skipped_reason:
             log(f"silver: {family} skipped ({result.skipped_reason})")
         elif not result.batches:

@@ -144,7 +144,12 @@ def replay_family(
     app_id = _app_id(spark, cfg, f"{family}_replay")
 
     bronze_rows = spark.table(t.bronze_raw(family)).join(candidates, "bronze_id", "left_semi")
-    staged = with_silver_run(stage(bronze_rows, family), run_id).persist(StorageLevel.MEMORY_AND_DISK)
+    rules = []
+    if gate is not None and gate.enabled:  # rows a row expectation rejects are quarantined again, by its key
+        from pipelines.quality.suites import row_rules, silver_events_suite  # loads GX
+
+        rules = row_rules(cfg, silver_events_suite(cfg, family))
+    staged = with_silver_run(stage(bronze_rows, family, rules), run_id).persist(StorageLevel.MEMORY_AND_DISK)
     events = events_of(staged)
     requarantine = with_silver_run(quarantine_of(staged, family), run_id)
     decisions = decide(events, existing_keys(spark, t, family, event_dates(events))).localCheckpoint()

@@ -8,6 +8,7 @@ in ``_rescued_data`` (a JSON object of their raw text) and the row still lands.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -30,10 +31,22 @@ MISSING_EVENT_TYPE = "missing_event_type"
 UNKNOWN_EVENT_TYPE = "unknown_event_type"
 BAD_EVENT_TIME = "bad_event_time"
 EVENT_TYPE_MISMATCH = "event_type_mismatch"
+# A batch a quality gate stopped, set aside whole by the operator's release or after its hold.
+GATE_STOPPED = "gate_stopped"
 
 LINEAGE_COLUMNS = ["bronze_id", "source_file", "bronze_run_id", "bronze_ingest_ts"]
 # A native log line's own fields beside its event ``v``: its local time and its site.
 NATIVE_LINE_FIELDS = ("v", "ts", "site")
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """A check on one typed row (the quality gate's row expectations: ``pipelines.quality.suites.row_rules``):
+    a row it ``rejects`` goes to quarantine with its ``key`` as the reason and ``detail`` as the detail."""
+
+    key: str
+    rejects: Column
+    detail: Column
 
 
 @dataclass
@@ -71,19 +84,37 @@ def to_silver(bronze_rows: DataFrame, family: str) -> SilverFrames:
 _STAGE_EXTRAS = ("_reason", "_detail", "_bronze_event_type", "_quarantined_line", "_parse_status", "_content_hash")
 
 
-def stage(bronze_rows: DataFrame, family: str) -> DataFrame:
+def stage(bronze_rows: DataFrame, family: str, rules: Sequence[RowRule] = ()) -> DataFrame:
     """One pass over a batch: every row typed, with its quarantine reason (NULL for an event).
 
     One frame serves both outputs so a batch is parsed and typed once; the raw line is kept
-    only for rows that go to quarantine."""
+    only for rows that go to quarantine. ``rules``: checks on the typed row (the quality gate's row
+    expectations); the first a row fails sets it aside, its key the reason."""
     rows = classify(bronze_rows, family).selectExpr(
         "*",
         "event_type AS _bronze_event_type",
-        "CASE WHEN _reason IS NOT NULL THEN raw_line END AS _quarantined_line",
         "parse_status AS _parse_status",
         "content_hash AS _content_hash",
     )
-    return _type_events(rows, family_plan(family), keep=_STAGE_EXTRAS)
+    keep = tuple(c for c in _STAGE_EXTRAS if c != "_quarantined_line") + ("raw_line",)
+    typed = set_aside(_type_events(rows, family_plan(family), keep=keep), rules)
+    return typed.withColumn("_quarantined_line", F.when(F.col("_reason").isNotNull(), F.col("raw_line"))).drop(
+        "raw_line"
+    )
+
+
+def set_aside(typed: DataFrame, rules: Sequence[RowRule]) -> DataFrame:
+    """``typed`` with the rows a rule rejects given a quarantine reason (rows already quarantined keep
+    theirs): a row one check rejects is set aside and the rest of its batch goes on."""
+    if not rules:
+        return typed
+    reason, detail = F.col("_reason"), F.col("_detail")
+    new_reason = F.when(reason.isNotNull(), reason)
+    new_detail = F.when(reason.isNotNull(), detail)
+    for rule in rules:
+        new_reason = new_reason.when(rule.rejects, F.lit(rule.key))
+        new_detail = new_detail.when(rule.rejects, rule.detail)
+    return typed.withColumns({"_reason": new_reason, "_detail": new_detail})  # both read the reason before
 
 
 def events_of(staged: DataFrame) -> DataFrame:
