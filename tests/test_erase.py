@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import reduce
 from pathlib import Path
 
@@ -212,6 +213,44 @@ def test_a_state_file_cut_short_by_a_kill_leaves_the_one_before(spark, tmp_path)
     assert loaded.rows_by_table == {"bronze.t": 3} and loaded.person().keys == {"a@example.com"}
     clear_pending(spark, cfg)
     assert load_pending(spark, cfg) is None and not folder.exists()
+
+
+def test_a_state_file_the_lake_did_not_seal_is_never_finished(spark, tmp_path):
+    """Whoever can write the checkpoint folder could plant a pending erasure (any values, any tokens) for
+    the next refresh to finish and sign: a state is sealed with the lake's signing key when written, and
+    one planted, or changed after it was sealed, is set aside and named, never finished."""
+    cfg = load_config("test", environ=variant_environ(tmp_path, "erase_sealed"))
+    folder = Path(cfg.checkpoint_dir) / PENDING_DIR
+    state = PendingErasure(
+        "erase-y", "2026-06-01T00:00:00+00:00", "dpo", "email", ["b@example.com"], [], {}, ["bronze.t"], {}, True, 0
+    )
+    save_pending(spark, cfg, state)
+    assert load_pending(spark, cfg).erasure_id == "erase-y"
+
+    sealed = json.loads((folder / "000001.json").read_text(encoding="utf-8"))
+    sealed["state"]["tokens"] = {"b@example.com": "erased:someone-else"}  # re-attributed after sealing
+    (folder / ".000001.json.crc").unlink()  # (Hadoop's checksum beside it: a careful intruder removes it too)
+    (folder / "000001.json").write_text(json.dumps(sealed), encoding="utf-8")
+    said: list[str] = []
+    assert load_pending(spark, cfg, log=said.append) is None
+    assert re.fullmatch(
+        rf"erase: {folder}/000001\.json is not an erasure this lake began \(its signature does not hold: it was "
+        r"changed after it was sealed\): not finished, kept as 000001\.json\.refused-\d{8}T\d{12}Z \(someone "
+        r"who can write the lake's folders wrote it, or changed it\)",
+        said[-1],
+    )
+    planted = dict(sealed["state"])  # the bare state, as an older release wrote it
+    (folder / "000002.json").write_text(json.dumps(planted), encoding="utf-8")
+    assert load_pending(spark, cfg, log=said.append) is None
+    assert "not a sealed state (no state and signature)" in said[-1]
+    save_pending(spark, cfg, state)  # sealed again, then edited behind Hadoop's checksum
+    sealed_again = folder / f"{state.seq:06d}.json"
+    sealed_again.write_text(sealed_again.read_text(encoding="utf-8").replace("b@example", "c@example"))
+    assert load_pending(spark, cfg, log=said.append) is None
+    assert "its bytes do not match the checksum written with it" in said[-1]
+    kept = sorted(p.name.split(".refused")[0] for p in folder.iterdir() if ".refused-" in p.name)
+    assert kept == ["000001.json", "000002.json", sealed_again.name] and not list(folder.glob("*.json"))
+    clear_pending(spark, cfg)
 
 
 def test_a_server_log_piece_is_rewritten_line_by_line_as_bronzes_raw_lines(spark):

@@ -26,6 +26,7 @@ from pipelines.activity_log import FAMILIES
 from pipelines.analyst.publish import tables_location as analyst_tables_location
 from pipelines.config.load import Config
 from pipelines.config.settings import RetentionRule
+from pipelines.errors import CheckFailed
 from pipelines.gold import inputs as gold_inputs
 from pipelines.integrity.capture import write_digest
 from pipelines.integrity.digest_log import DigestLog
@@ -47,6 +48,10 @@ RUNS_SCHEMA = (
 )
 PENDING, DONE = "pending", "done"
 ON_REFRESH_EVERY = timedelta(days=1)
+
+
+class RetentionRefused(CheckFailed):
+    """A pending run lists rows the rules and holds do not let go now: nothing is retired."""
 
 
 @dataclass
@@ -164,7 +169,7 @@ def apply_retention(
     retired = candidates.withColumn("retention_id", F.lit(retention_id)).select(*columns)
     retired.write.format("delta").mode("append").saveAsTable(t.retired_rows)
     log(f"retention {retention_id}: {sum(by_family.values()):,} rows to retire, written down; retiring")
-    return _finish(spark, cfg, retention_id, log, build_gold)
+    return _finish(spark, cfg, retention_id, log, build_gold, chosen_now=True)
 
 
 def _sign(spark: SparkSession, cfg: Config, retention_id: str, log) -> None:
@@ -202,8 +207,31 @@ def _record(spark: SparkSession, cfg: Config, retention_id: str) -> dict:
     }
 
 
-def _finish(spark: SparkSession, cfg: Config, retention_id: str, log, build_gold) -> RetentionReport:
+def _refuse_unlawful(spark: SparkSession, cfg: Config, retention_id: str) -> None:
+    """A run is finished only while every row it lists is expired under the configured rules and under no
+    legal hold, checked again now: the rows written down live in the lake's own tables, which whoever can
+    write its folders can fill, and the run's digest is signed when it is finished."""
     t = tables(cfg)
+    listed = spark.table(t.retired_rows).where(F.col("retention_id") == retention_id).select("family", "bronze_id")
+    candidates = _candidates(spark, cfg, datetime.now(UTC)) if cfg.settings.retention.rules else None
+    unlawful = listed if candidates is None else listed.join(candidates, ["family", "bronze_id"], "left_anti")
+    n = unlawful.count()
+    if n:
+        why = "not expired under retention.rules, or held" if candidates is not None else "listed with no rules"
+        raise RetentionRefused(
+            f"retention {retention_id}: {n} of the rows it lists in {t.retired_rows} are {why}: nothing "
+            f"retired (a run this lake did not start, or rules changed since); see {t.retention_runs}"
+        )
+
+
+def _finish(
+    spark: SparkSession, cfg: Config, retention_id: str, log, build_gold, chosen_now: bool = False
+) -> RetentionReport:
+    """Retire the rows run ``retention_id`` wrote down. ``chosen_now``: this process chose them a moment
+    ago under the rules and holds; a pending run's rows are checked against them again first."""
+    t = tables(cfg)
+    if not chosen_now:
+        _refuse_unlawful(spark, cfg, retention_id)
     if cfg.settings.integrity.enabled:
         _sign(spark, cfg, retention_id, log)
     retired = spark.table(t.retired_rows).where(F.col("retention_id") == retention_id).select("family", "bronze_id")

@@ -29,6 +29,7 @@ from pipelines.integrity.capture import write_digest
 from pipelines.lake.run_log import LayerRun, last_success_start, record_layer_run
 from pipelines.lake.silver_stamp import wait_until_stamps_past
 from pipelines.lake.table_names import tables
+from pipelines.lifecycle.holds import HoldRefused
 from pipelines.lifecycle.retention import apply_retention, due_on_refresh
 from pipelines.personal_data.erase.run import finish_pending_erasure
 from pipelines.quality.gate import QualityGate
@@ -104,8 +105,12 @@ def run_refresh(
     for schema, derived in recovered_schemas(cfg):
         clear_interrupted_creates(spark, schema, log=log, derived=derived)
     clear_killed_checkpoint_writes(spark, cfg.checkpoint_dir, log=log)
-    # an erasure a crash left pending is finished before any new row lands (pipelines/personal_data/erase/)
-    finish_pending_erasure(spark, cfg, log=log)
+    # an erasure a crash left pending is finished before any new row lands (pipelines/personal_data/erase/);
+    # one a legal hold placed since then covers waits for its release, and the refresh goes on
+    try:
+        finish_pending_erasure(spark, cfg, log=log)
+    except HoldRefused as exc:
+        log(f"refresh: the pending erasure is not finished: {exc}")
     steps = {"bronze": _bronze, "silver": _silver, "gold": _gold}
     for layer in layers:
         _run_layer(spark, cfg, report, layer, lambda step=steps[layer]: step(spark, cfg, report, source_dir, log), log)

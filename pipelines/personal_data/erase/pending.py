@@ -1,19 +1,26 @@
 """The erasure written down before anything is rewritten: a state file under the checkpoints (it holds
-the clear values a re-run needs, so never a Delta table), saved after each table, deleted at the end."""
+the clear values a re-run needs, so never a Delta table), saved after each table, deleted at the end.
+Each file is sealed with the lake's signing key (pipelines/integrity/sealed.py): a state file the lake
+did not write is never finished, so planting one in the folder erases nobody."""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from pipelines.config.load import Config
+from pipelines.integrity.sealed import NotSealed, seal, unseal
 from pipelines.lake import storage
 from pipelines.personal_data.erase.person import Person
 from pipelines.personal_data.erase.record import ErasureReport
 
 PENDING_DIR = "erasure_pending"  # beside the stream checkpoints: the state of an erasure not finished
+REFUSED_SUFFIX = ".refused"  # a state file whose seal did not hold, kept for whoever investigates
 
 
 @dataclass
@@ -61,8 +68,9 @@ def _pending_dir(cfg: Config) -> str:
     return storage.join(cfg.checkpoint_dir, PENDING_DIR)
 
 
-def load_pending(spark: SparkSession, cfg: Config) -> PendingErasure | None:
-    """The erasure begun and not finished, if any: its newest complete state file."""
+def load_pending(spark: SparkSession, cfg: Config, log=print) -> PendingErasure | None:
+    """The erasure begun and not finished, if any: its newest complete state file whose seal holds.
+    A file whose seal does not hold is renamed ``….refused`` and named in the log: never finished."""
     folder = _pending_dir(cfg)
     names = sorted(
         (
@@ -73,11 +81,44 @@ def load_pending(spark: SparkSession, cfg: Config) -> PendingErasure | None:
         reverse=True,
     )
     for name in names:  # a kill mid-write leaves the newest file cut short: the one before is whole
+        path = storage.join(folder, name)
         try:
-            return PendingErasure(**json.loads(storage.read_text(spark, storage.join(folder, name)) or ""))
-        except (json.JSONDecodeError, TypeError):
+            text = storage.read_text(spark, path) or ""
+        except Py4JJavaError as exc:  # a local file edited behind Hadoop's checksum
+            if "ChecksumException" not in str(exc):
+                raise
+            text = None
+        try:
+            sealed = json.loads(text) if text is not None else None
+        except json.JSONDecodeError:
             continue
+        try:
+            if sealed is None:
+                raise NotSealed("its bytes do not match the checksum written with it")
+            return PendingErasure(**unseal(cfg, sealed))
+        except (NotSealed, TypeError) as exc:
+            kept = _set_aside(spark, path, text)
+            log(
+                f"erase: {path} is not an erasure this lake began ({exc}): not finished, kept as {kept} "
+                "(someone who can write the lake's folders wrote it, or changed it)"
+            )
     return None
+
+
+def _set_aside(spark: SparkSession, path: str, text: str | None) -> str:
+    """``path`` renamed ``….refused-<time>`` (never over an earlier one), its bytes as they are (a local
+    file is renamed: its text may not have been readable); -> the new name."""
+    target = f"{path}{REFUSED_SUFFIX}-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    local = storage.local_path(path)
+    if local is None:
+        storage.write_text(spark, target, text or "")
+        storage.delete(spark, path)
+    else:
+        os.replace(local, storage.local_path(target))
+        crc = os.path.join(os.path.dirname(local), f".{os.path.basename(local)}.crc")  # Hadoop's, now of nothing
+        if os.path.exists(crc):
+            os.remove(crc)
+    return target.rsplit("/", 1)[-1]
 
 
 def save_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -> None:
@@ -85,7 +126,7 @@ def save_pending(spark: SparkSession, cfg: Config, pending: PendingErasure) -> N
     folder = _pending_dir(cfg)
     pending.seq += 1
     name = f"{pending.seq:06d}.json"
-    storage.write_text(spark, storage.join(folder, name), json.dumps(asdict(pending), sort_keys=True))
+    storage.write_text(spark, storage.join(folder, name), json.dumps(seal(cfg, asdict(pending)), sort_keys=True))
     for old, is_dir in storage.list_status(spark, folder):
         if not is_dir and old.endswith(".json") and old < name:
             storage.delete(spark, storage.join(folder, old))

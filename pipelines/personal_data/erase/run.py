@@ -82,9 +82,11 @@ def begin_erasure(
 def finish_pending_erasure(spark: SparkSession, cfg: Config, log=print) -> tuple[ErasureReport, Person] | None:
     """Finish the erasure a crash left pending, if any (``auditlake erase`` and a refresh call this
     first). -> its report and the person, or None when none was pending."""
-    pending = load_pending(spark, cfg)
+    pending = load_pending(spark, cfg, log=log)
     if pending is None:
         return None
+    # a hold placed since it began wins: the rewrite waits (HoldRefused says which hold, and how to go on)
+    refuse_erasure_under_hold(spark, cfg, pending.keys)
     log(
         f"erase: finishing the pending erasure {pending.erasure_id} (begun {pending.started_at[:19]}Z, "
         f"{len(pending.rows_by_table)} of {len(pending.tables)} tables done)"
