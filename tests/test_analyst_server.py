@@ -35,8 +35,12 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.subprocess]
 CLIENT_PYTHON = CHECKOUT / ".cache" / "clients" / "bin" / "python"  # made by `make clients`
 SESSION = CHECKOUT / "tests" / "clients" / "session.py"
+PER_QUERY = CHECKOUT / "tests" / "clients" / "per_query.py"
 ANALYST, PASSWORD = "ana", "analyst-password-1"
 QUERY_TIMEOUT = 30  # serve.query_timeout_seconds of the module's server
+# serve.idle_session_timeout_seconds and idle_operation_timeout_seconds of the module's server (checked every 3 s):
+# every client of the module's other tests uses its session without pause
+IDLE_TIMEOUT = 15
 READ_ONLY = "Error running query: refused: the analysts' server is read-only: "
 # impyla names no error for the operation state TIMEDOUT (8): a statement the server's time limit stopped
 TIMED_OUT = "KeyError: 8"
@@ -96,6 +100,9 @@ def analysts(gold_lake, lake_dir):
         "AUDITLAKE__SERVE__TLS__KEYSTORE_PATH": str(tls["keystore"]),
         "AUDITLAKE_SERVE_KEYSTORE_PASSWORD": KEYSTORE_PASSWORD,
         "AUDITLAKE__SERVE__QUERY_TIMEOUT_SECONDS": str(QUERY_TIMEOUT),
+        "AUDITLAKE__SERVE__IDLE_SESSION_TIMEOUT_SECONDS": str(IDLE_TIMEOUT),
+        "AUDITLAKE__SERVE__IDLE_OPERATION_TIMEOUT_SECONDS": str(IDLE_TIMEOUT),
+        "AUDITLAKE__SERVE__SESSION_CHECK_INTERVAL_SECONDS": "3",
         "AUDITLAKE__SERVE__RESTART__BACKOFF_SECONDS": "1",
     }
     try:
@@ -264,6 +271,46 @@ def test_an_analyst_can_change_nothing_every_other_analyst_reads(spark, gold_lak
         f"server's ({QUERY_TIMEOUT}); it is back: run the statement again"
     )
     assert loosened[1]["rows"] == [["spark.sql.thriftServer.queryTimeout", str(QUERY_TIMEOUT)]]
+
+
+@pytest.mark.e2e
+def test_clients_opening_a_session_per_query_and_never_closing_most_get_every_answer(analysts):
+    """Several processes, each a new connection and session per statement, two in three of them never
+    closed, as BI tools and scripts behave: every statement answers within the time limit; a session
+    left idle is closed by the server."""
+    port, ca_cert, launcher = analysts
+    assert CLIENT_PYTHON.exists(), f"{CLIENT_PYTHON} missing: `make clients` installs the test clients"
+    job = {
+        "host": HOST,
+        "port": port,
+        "user": ANALYST,
+        "password": PASSWORD,
+        "ca_cert": str(ca_cert),
+        "statements": [
+            "SELECT count(*) FROM analyst.fct_logins",
+            "SELECT outcome, count(*) FROM analyst.fct_logins GROUP BY outcome",
+            "SELECT count(*) FROM analyst.fct_sessions",
+        ],
+        "processes": 4,
+        "per_process": 50,
+        "close_every": 3,
+        # a statement the server answers past its limit still shows, as the client's read timeout
+        "timeout": QUERY_TIMEOUT + 30,
+        # its last statement left open (impyla closes it with the next), then the session: both timeouts
+        "idle_after": 2 * IDLE_TIMEOUT + 2 * 3 + 3,
+    }
+    proc = subprocess.run(
+        [str(CLIENT_PYTHON), str(PER_QUERY)], input=json.dumps(job), capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    results = report["results"]
+    assert len(results) == 200
+    failed = [r for r in results if not r["ok"]]
+    assert not failed, f"{len(failed)} failed: {failed[:3]}"
+    assert max(r["seconds"] for r in results) < QUERY_TIMEOUT, max(r["seconds"] for r in results)
+    assert all("Invalid SessionHandle" in idle for idle in report["idle"]), report["idle"]
+    assert launcher.poll() is None
 
 
 def test_one_analysts_abusive_statements_cost_only_their_session(spark, gold_lake, analysts):

@@ -346,6 +346,14 @@ class Serve(Section):
     max_concurrent_statements: Whole(1) = key(8, "statements the analysts' server runs at once; more wait")
     task_slots: Whole(2) = key(16, "the analysts' server's concurrent tasks (more than cores: no statement holds all)")
     memory: Memory = key("2g", "the analysts' server's JVM heap")
+    idle_session_timeout_seconds: Whole(0) = key(
+        1800, "a session without a statement, unused this long, is closed (0 = never)"
+    )
+    idle_operation_timeout_seconds: Whole(0) = key(
+        600, "a finished statement whose result nobody fetched or closed this long is closed (0 = never)"
+    )
+    # HiveServer2 checks no more often than every 3 s
+    session_check_interval_seconds: Whole(3) = key(60, "how often idle sessions and statements are looked for")
     restart: Restart = key(Restart, "supervision of the analysts' server: restarts after its JVM died")
 
 

@@ -268,8 +268,18 @@ def serve_conf(cfg: Config) -> dict[str, str]:
     both servers. The Thrift server reads these, like its host and port, from the session-start
     ``spark.hadoop.*`` settings: neither a runtime ``spark.conf.set`` nor a JVM system property set
     before it starts reaches it (checked). The LDAP provider's own settings are system properties,
-    and the keystore's password a system property only while the server starts (pipelines.serving.thrift)."""
-    conf = {}
+    and the keystore's password a system property only while the server starts (pipelines.serving.thrift).
+    With them, when the server closes what clients abandon (``serve.idle_*``): read by its session
+    manager from the same settings."""
+    serve = cfg.settings.serve
+    conf = {
+        "spark.hadoop.hive.server2.idle.session.timeout": f"{serve.idle_session_timeout_seconds}s",
+        "spark.hadoop.hive.server2.idle.operation.timeout": f"{serve.idle_operation_timeout_seconds}s",
+        # a session holding a statement is never idle (Hive's default, kept: a client waiting on a long
+        # statement polls the statement, not the session), so one whose client left a statement open
+        # is closed the session timeout after the statements' timeout closed that statement
+        "spark.hadoop.hive.server2.session.check.interval": f"{serve.session_check_interval_seconds}s",
+    }
     if cfg.settings.serve.auth == "ldap":
         conf["spark.hadoop.hive.server2.authentication"] = "LDAP"
     if cfg.settings.serve.tls.enabled:
