@@ -290,6 +290,44 @@ def test_the_erasure_rewrites_the_server_log_pieces_and_verify_accepts_only_that
     assert undone == [f"file {piece}: holds its landed content again, which an erasure rewrote"]
 
 
+def test_a_retention_run_planted_in_the_lakes_tables_is_not_finished(spark, trail):
+    """A pending run written into ops.retention_runs and ops.retired_rows by someone who can write the
+    lake, listing recent rows: the next `retention apply` checks every listed row against the rules and
+    the holds again, retires nothing and signs nothing; with no rules, the same."""
+    from pipelines.lake.delta_tables import create_table_if_missing
+    from pipelines.lifecycle.retention import PENDING, RETIRED_SCHEMA, RUNS_SCHEMA, RetentionRefused
+
+    cfg, _runs, _erasure = trail
+    t = tables(cfg)
+    site = t.bronze_raw("site")
+    create_table_if_missing(spark, t.retired_rows, RETIRED_SCHEMA)
+    create_table_if_missing(spark, t.retention_runs, RUNS_SCHEMA)
+    forged = "retention-29990101T000000Z-forged00"
+    run = spark.createDataFrame([(forged, datetime.now(UTC), None, "intruder", "", {"site": 5}, PENDING)], RUNS_SCHEMA)
+    run.write.format("delta").mode("append").saveAsTable(t.retention_runs)
+    columns = [c.split(" ")[0] for c in RETIRED_SCHEMA.split(", ")]
+    recent = spark.table(site).orderBy(F.desc("ingest_ts")).limit(5)  # (bronze's rows carry their family)
+    recent.withColumn("retention_id", F.lit(forged)).select(*columns).write.format("delta").mode("append").saveAsTable(
+        t.retired_rows
+    )
+    rows, digests = spark.table(site).count(), len(DigestLog(cfg.digest_dir).digests()[0])
+    ruled = load_config(
+        "test",
+        environ={
+            **variant_environ(Path(cfg.data_dir).parent, "trail"),
+            "AUDITLAKE__RETENTION__RULES": json.dumps([{"keep": "3650d"}]),
+        },
+    )
+    try:
+        for config, why in ((cfg, "listed with no rules"), (ruled, "not expired under retention.rules, or held")):
+            with pytest.raises(RetentionRefused, match=rf"^retention {forged}: 5 of the rows it lists in .* are {why}"):
+                apply_retention(spark, config, log=_quiet)
+        assert spark.table(site).count() == rows and len(DigestLog(cfg.digest_dir).digests()[0]) == digests
+    finally:
+        DeltaTable.forName(spark, t.retired_rows).delete(F.col("retention_id") == forged)
+        DeltaTable.forName(spark, t.retention_runs).delete(F.col("retention_id") == forged)
+
+
 def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
     """A person held: their erasure refused naming the hold, until it is released. A site held: a
     retention run retires the expired rows of the other sites only. Each change signed; verify holds,
@@ -365,43 +403,7 @@ def test_a_hold_refuses_the_erasure_and_keeps_rows_from_retention(spark, trail):
     assert len(said) == 1 and re.fullmatch(r"retention: last run [0-9-]+ [0-9:]+: the next one a day after it", said[0])
 
 
-def test_a_retention_run_planted_in_the_lakes_tables_is_not_finished(spark, trail):
-    """A pending run written into ops.retention_runs and ops.retired_rows by someone who can write the
-    lake, listing recent rows: the next `retention apply` checks every listed row against the rules and
-    the holds again, retires nothing and signs nothing; with no rules, the same."""
-    from pipelines.lake.delta_tables import create_table_if_missing
-    from pipelines.lifecycle.retention import PENDING, RETIRED_SCHEMA, RUNS_SCHEMA, RetentionRefused
-
-    cfg, _runs, _erasure = trail
-    t = tables(cfg)
-    site = t.bronze_raw("site")
-    create_table_if_missing(spark, t.retired_rows, RETIRED_SCHEMA)
-    create_table_if_missing(spark, t.retention_runs, RUNS_SCHEMA)
-    forged = "retention-29990101T000000Z-forged00"
-    run = spark.createDataFrame([(forged, datetime.now(UTC), None, "intruder", "", {"site": 5}, PENDING)], RUNS_SCHEMA)
-    run.write.format("delta").mode("append").saveAsTable(t.retention_runs)
-    columns = [c.split(" ")[0] for c in RETIRED_SCHEMA.split(", ")]
-    recent = spark.table(site).orderBy(F.desc("ingest_ts")).limit(5)  # (bronze's rows carry their family)
-    recent.withColumn("retention_id", F.lit(forged)).select(*columns).write.format("delta").mode("append").saveAsTable(
-        t.retired_rows
-    )
-    rows, digests = spark.table(site).count(), len(DigestLog(cfg.digest_dir).digests()[0])
-    ruled = load_config(
-        "test",
-        environ={
-            **variant_environ(Path(cfg.data_dir).parent, "trail"),
-            "AUDITLAKE__RETENTION__RULES": json.dumps([{"keep": "3650d"}]),
-        },
-    )
-    try:
-        for config, why in ((cfg, "listed with no rules"), (ruled, "not expired under retention.rules, or held")):
-            with pytest.raises(RetentionRefused, match=rf"^retention {forged}: 5 of the rows it lists in .* are {why}"):
-                apply_retention(spark, config, log=_quiet)
-        assert spark.table(site).count() == rows and len(DigestLog(cfg.digest_dir).digests()[0]) == digests
-    finally:
-        DeltaTable.forName(spark, t.retired_rows).delete(F.col("retention_id") == forged)
-        DeltaTable.forName(spark, t.retention_runs).delete(F.col("retention_id") == forged)
-
+def test_an_erasure_undone_is_named(spark, trail):
     """A row the erasure rewrote, given its clear line back from the landing file that still holds it."""
     cfg, _runs, erasure = trail
     table = tables(cfg).bronze_raw("site")
