@@ -23,6 +23,7 @@ from auditlake_devtools.sample.server_logs import ServerLogTree
 from pipelines.activity_log import SERVER_LOG_FOLDER
 from pipelines.cli import main
 from pipelines.config.load import load_config
+from pipelines.errors import CheckFailed
 from pipelines.integrity import report
 from pipelines.integrity.capture import write_digest
 from pipelines.integrity.digest_log import DigestLog, file_bytes, unsigned
@@ -432,19 +433,18 @@ def _one_row(spark, table: str):
     return spark.table(table).orderBy("bronze_id").first()
 
 
-def test_a_raw_line_edited_is_named(spark, trail):
+@pytest.mark.parametrize("edit", ["concat(raw_line, ' ')", "NULL"], ids=["a space added", "set to NULL"])
+def test_a_raw_line_edited_is_named(spark, trail, edit):
+    """An edit of a raw line, or its removal (a NULL hashes to nothing: it must not escape the check)."""
     cfg, _runs, _erasure = trail
     table = tables(cfg).bronze_raw("site")
     row = _one_row(spark, table)
-    spark.sql(f"UPDATE {table} SET raw_line = concat(raw_line, ' ') WHERE bronze_id = '{row['bronze_id']}'")
+    spark.sql(f"UPDATE {table} SET raw_line = {edit} WHERE bronze_id = '{row['bronze_id']}'")
     try:
         found = _verify(spark, cfg).findings
     finally:
-        spark.table(table)  # (the revert reads the row as it was saved above)
-        spark.sql(
-            f"UPDATE {table} SET raw_line = substring(raw_line, 1, length(raw_line) - 1) "
-            f"WHERE bronze_id = '{row['bronze_id']}'"
-        )
+        as_it_was = {"raw_line": F.lit(row["raw_line"])}
+        DeltaTable.forName(spark, table).update(F.col("bronze_id") == row["bronze_id"], as_it_was)
     assert found == [
         f"{table}: 1 rows no longer hash to their landing hash and no erasure record covers them: {row['bronze_id']}"
     ]
@@ -465,13 +465,19 @@ def test_a_row_deleted_and_a_row_forged_are_named(spark, trail):
     forged.write.format("delta").mode("append").saveAsTable(table)
     try:
         added = _verify(spark, cfg).findings
+        # a routine digest meanwhile signs no run later than its clock, nor moves its mark past one
+        write_digest(cfg, "refresh", new_run_id(), spark, log=_quiet)
+        signed = DigestLog(cfg.digest_dir).digests()[0][-1].parsed()
+        assert FORGED_RUN not in signed["tables"][table]["runs"]
+        assert signed["state"]["tables"][table]["upto"] < FORGED_RUN
+        still = _verify(spark, cfg).findings
     finally:
         spark.sql(f"DELETE FROM {table} WHERE run_id = '{FORGED_RUN}'")
     assert deleted == [
         f"{table}: run {row['run_id']} has {in_run - 1} rows, its digest says {in_run} (1 deleted)",
         UNRECONCILED,
     ]
-    assert added[0] == f"{table}: 1 rows of run {FORGED_RUN}, which no digest covers (added)"
+    assert added[0] == still[0] == f"{table}: 1 rows of run {FORGED_RUN}, which no digest covers (added)"
     assert added[1:] in ([], [UNRECONCILED])
 
 
@@ -567,6 +573,44 @@ def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tm
         f"{names[0]}: it follows {names[0]}, so it cannot be the first",
         f"{names[1]}: its content says digest 1 (refresh)",
     ]
+
+
+def test_a_cut_tail_is_named_by_the_witness_and_never_continued(spark, trail, tmp_path):
+    """The newest digests removed from the log (with what they covered, say): the writer reads its chain
+    from the folder it writes, so with a witness configured it refuses to continue a log that does not
+    hold the witness's last entry, and `verify` names each digest the witness saw that is gone. A digest
+    written past the witness (a run killed before its witness line) is given to the witness first. With
+    no witness, `verify` says what it cannot see."""
+    cfg, _runs, _erasure = trail
+    stored = DigestLog(cfg.digest_dir).digests()[0]
+    witness = tmp_path / "witness.txt"
+    copied, folder = _copy_of_log(cfg, tmp_path / "cut")
+    environ = {**variant_environ(Path(cfg.data_dir).parent, "trail"), "AUDITLAKE__INTEGRITY__DIGEST_DIR": str(folder)}
+    witnessed = load_config("test", environ=environ | {"AUDITLAKE__INTEGRITY__ANCHOR_FILE": str(witness)})
+    witness.write_text("".join(f"{d.name} {d.sha256}\n" for d in stored[:-1]), encoding="utf-8")
+    write_digest(witnessed, "refresh", new_run_id(), log=_quiet)
+    newest = DigestLog(str(folder)).digests()[0][-1]
+    assert witness.read_text(encoding="utf-8").splitlines() == [f"{d.name} {d.sha256}" for d in [*stored, newest]]
+
+    for digest in (stored[-1], newest):  # the tail cut
+        (folder / digest.name).unlink()
+    with pytest.raises(
+        CheckFailed,
+        match=rf"^integrity: the witness's last entry '{newest.name} [0-9a-f]{{64}}' \({re.escape(str(witness))}\) is "
+        rf"not in the digest log, which ends at {stored[-2].name}: the log was cut or replaced, so no digest is "
+        r"written; run `auditlake verify`$",
+    ):
+        write_digest(witnessed, "refresh", new_run_id(), log=_quiet)
+    lines = [*witness.read_text(encoding="utf-8").splitlines(), "a line the witness never wrote"]
+    found = _verify(spark, witnessed, anchor_lines=lines).findings
+    gone = [f"anchor: {d.name} is no longer in the digest log" for d in (stored[-1], newest)]
+    assert set(gone) <= set(found) and "anchor: line" in " ".join(found)
+    said: list[str] = []
+    verify(spark, copied, _key(), log=said.append)
+    assert (
+        "verify: no witness (integrity.anchor_file, or --anchor): the newest digests could be removed, with the "
+        "rows and files they covered, without a trace"
+    ) in said
 
 
 def test_the_ledger_the_erasure_and_a_hold_record_edited_are_named(spark, trail):

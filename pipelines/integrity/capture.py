@@ -66,10 +66,14 @@ def file_sha256(spark: SparkSession | None, paths: list[str]) -> dict[str, str |
 
 
 def _new_rows(spark: SparkSession, present: list, upto: dict[str, str]) -> dict[str, dict[str, dict]]:
-    """{table: {run: {rows, root}}} for every run after the last one covered, all tables in one job."""
+    """{table: {run: {rows, root}}} for every run after the last one covered and not after now, all tables
+    in one job. A run id is its start time first (``YYYYMMDDTHHMMSSZ-…``): a row claiming a run later than
+    the clock was not written by a run yet, and signing it would set the coverage mark past every real
+    run to come; it stays out of every digest, where `verify` names it (rows no digest covers)."""
+    now = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}~"  # '~' sorts after any run's suffix
     parts = [
         spark.table(table.name)
-        .where(F.col("run_id") > F.lit(upto[table.name]))
+        .where((F.col("run_id") > F.lit(upto[table.name])) & (F.col("run_id") <= F.lit(now)))
         .select(F.lit(table.name).alias("table"), "run_id", table.leaf.alias("leaf"))
         for table in present
     ]
@@ -136,6 +140,7 @@ def write_digest(
     last = previous.parsed() if previous else None
     if previous is not None and last is None:
         raise CheckFailed(f"{previous.name}: the last digest is not JSON: run `auditlake verify`")
+    _refuse_cut_chain(cfg, stored)
     state = _state(last)
     digest = {
         "format": FORMAT,
@@ -182,6 +187,38 @@ def write_digest(
         f"{len(digest['erasures'])} erasure records, signed ({where})"
     )
     return written
+
+
+def witness_lines(cfg: Config) -> list[str] | None:
+    """The witness's lines (``integrity.anchor_file``), or None when none is configured or it is not
+    there yet."""
+    if not cfg.settings.integrity.anchor_file.strip():
+        return None
+    path = cfg.path("integrity.anchor_file")
+    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
+
+
+def _refuse_cut_chain(cfg: Config, stored: list[StoredDigest]) -> None:
+    """The chain is extended only past the digest the witness saw last: the digest log lies in the folder
+    whoever can write the lake controls, and a log whose newest digests were removed (with what they
+    covered) would otherwise be continued as if they had never been. Digests written after the witness's
+    last entry (a run killed between its digest and the witness) are given to the witness first: only the
+    key holder can have signed them."""
+    lines = [line for line in witness_lines(cfg) or [] if line.strip()]
+    if not lines:
+        return
+    parts = lines[-1].split()
+    names = [d.name for d in stored]
+    at = names.index(parts[0]) if len(parts) == 2 and parts[0] in names else None
+    if at is None or stored[at].sha256 != parts[1]:
+        ends = stored[-1].name if stored else "no digest"
+        raise CheckFailed(
+            f"integrity: the witness's last entry {lines[-1].strip()!r} ({cfg.settings.integrity.anchor_file}) is "
+            f"not in the digest log, which ends at {ends}: the log was cut or replaced, so no digest is written; "
+            "run `auditlake verify`"
+        )
+    for digest in stored[at + 1 :]:
+        _anchor(cfg, digest)
 
 
 def _anchor(cfg: Config, digest: StoredDigest) -> None:

@@ -51,7 +51,9 @@ def run_verify(cfg: Config, args: argparse.Namespace) -> int:
     from pipelines.integrity.verify import verify
 
     keys = [_public_key(cfg, path) for path in args.public_key] if args.public_key else [_public_key(cfg, None)]
-    anchor = None
+    from pipelines.integrity.capture import witness_lines
+
+    anchor = witness_lines(cfg)  # the configured witness by default
     if args.anchor is not None:
         if not args.anchor.is_file():
             raise UsageError(f"--anchor {args.anchor}: no such file")
@@ -111,7 +113,9 @@ def add_verify(sub) -> None:
         help="the public key (PEM) the digests must be signed with; again for each key of a rotation "
         "(default: integrity.public_key_file, else the signing key's public half)",
     )
-    p.add_argument("--anchor", type=Path, help="a witness's copy of the digests' hashes (integrity.anchor_file)")
+    p.add_argument(
+        "--anchor", type=Path, help="a witness's copy of the digests' hashes (default: integrity.anchor_file when set)"
+    )
     p.add_argument("--report", type=Path, help="also write the result as a markdown report to this file")
     p.add_argument("--verbose", action="store_true", help="every finding, not the first ones only")
     p.set_defaults(func=cmd_verify)

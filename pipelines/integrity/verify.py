@@ -122,9 +122,12 @@ def check_chain(stored: list[StoredDigest], keys: list[Ed25519PublicKey], v: Ver
 def check_anchor(stored: list[StoredDigest], lines: list[str], v: Verification) -> None:
     """The witness's copy of digests' hashes (``name sha256`` per line) against the log."""
     by_name = {d.name: d for d in stored}
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         parts = line.split()
+        if not parts:
+            continue
         if len(parts) != 2:
+            v.findings.append(f"anchor: line {number} is not `<digest name> <sha256>`: {line[:80]!r}")
             continue
         name, sha = parts
         if name not in by_name:
@@ -213,7 +216,8 @@ def check_rows(spark: SparkSession, cfg: Config, digests: list[dict], records: l
             changed = (
                 spark.table(table.name)
                 .select(table.row_id.alias("row_id"), "content_hash", table.content_sha256.alias("now"))
-                .where(F.col("now") != F.col("content_hash"))
+                # NULL-safe: a content set to NULL hashes to nothing, and is a change like any other
+                .where(~F.col("now").eqNullSafe(F.col("content_hash")))
                 .collect()
             )
             unexplained = [r for r in changed if accepted.get((table.name, r["row_id"])) != r["now"]]
@@ -351,6 +355,11 @@ def verify(
     log(f"verify: {v.digests_valid}/{v.digests} digests valid")
     if anchor_lines is not None:
         check_anchor(stored, anchor_lines, v)
+    else:
+        log(
+            "verify: no witness (integrity.anchor_file, or --anchor): the newest digests could be removed, "
+            "with the rows and files they covered, without a trace"
+        )
     records = [r for d in digests for r in d.get("erasures") or []]
     window = [
         d
