@@ -575,6 +575,39 @@ def test_a_digest_removed_reordered_edited_or_resigned_is_named(spark, trail, tm
     ]
 
 
+def test_an_erasure_row_added_to_the_lakes_table_makes_no_rewrite_lawful(spark, trail):
+    """A row added to ops.erasures (done, a token that is an empty string, found in every text) and a raw
+    line edited: a routine digest signs no erasure record of it, so the edit stays a finding, and so does
+    the row."""
+    cfg, _runs, _erasure = trail
+    t = tables(cfg)
+    table = t.bronze_raw("site")
+    row = _one_row(spark, table)
+    forged_id = "erase-29990101T000000Z-forged00"
+    forged = (
+        spark.table(t.erasures)
+        .limit(1)
+        .withColumn("erasure_id", F.lit(forged_id))
+        .withColumn("tokens", F.array(F.lit("")))
+        .withColumn("status", F.lit("done"))
+    )
+    forged.write.format("delta").mode("append").saveAsTable(t.erasures)
+    spark.sql(f"UPDATE {table} SET raw_line = concat(raw_line, ' ') WHERE bronze_id = '{row['bronze_id']}'")
+    try:
+        write_digest(cfg, "refresh", new_run_id(), spark, log=_quiet)
+        signed = DigestLog(cfg.digest_dir).digests()[0][-1].parsed()
+        found = _verify(spark, cfg).findings
+    finally:
+        as_it_was = {"raw_line": F.lit(row["raw_line"])}
+        DeltaTable.forName(spark, table).update(F.col("bronze_id") == row["bronze_id"], as_it_was)
+        DeltaTable.forName(spark, t.erasures).delete(F.col("erasure_id") == forged_id)
+    assert signed["erasures"] == []
+    assert found == [
+        f"{table}: 1 rows no longer hash to their landing hash and no erasure record covers them: {row['bronze_id']}",
+        f"{t.erasures}: erasure {forged_id} has no signed record (added, or not yet digested)",
+    ]
+
+
 def test_a_cut_tail_is_named_by_the_witness_and_never_continued(spark, trail, tmp_path):
     """The newest digests removed from the log (with what they covered, say): the writer reads its chain
     from the folder it writes, so with a witness configured it refuses to continue a log that does not

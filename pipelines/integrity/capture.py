@@ -170,7 +170,7 @@ def write_digest(
                 "version": version,
             }
         digest["files"] = _landed_files(spark, cfg, sorted(runs))
-        records = erasure_records(spark, cfg, set(state["erasures"]), digest_log)
+        records = erasure_records(spark, cfg, set(state["erasures"]), digest_log, run_id) if kind == "erasure" else []
         digest["erasures"] = records
         new_state["erasures"] += [r["erasure_id"] for r in records]
     digest.update(extra or {})

@@ -5,13 +5,15 @@ An erasure rewrites bronze's raw content (tokens where identifiers were), so tho
 to the ``content_hash`` stored at landing. ``verify`` accepts exactly the rewrites a signed record lists.
 The record is taken after the erasure is done, from the rows themselves: every row whose content no
 longer matches its landing hash and that no earlier record accounts for, holding one of the erasure's
-tokens. It goes into the next digest (the erasure's own, or a refresh's after a crash). So do the
+tokens. It goes into the erasure's own digest, written by the run that finished it (a run killed before
+that digest finishes the erasure again, from its sealed state, and writes it). So do the
 landed files it rewrote (Tableau Server's log pieces, ``ops.erased_files``), each with its SHA-256
 before and after: ``verify`` accepts a landed file whose hash is the one a record gave it.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC
 
 from pyspark.sql import SparkSession
@@ -21,7 +23,10 @@ from pipelines.config.load import Config
 from pipelines.integrity.digest_log import DigestLog
 from pipelines.integrity.trail import trail_tables
 from pipelines.lake.table_names import tables
+from pipelines.personal_data.erase.person import TOKEN_PREFIX
 from pipelines.personal_data.erase.record import DONE
+
+TOKEN = re.compile(re.escape(TOKEN_PREFIX) + "[0-9a-f]{12}")
 
 
 def accepted_rewrites(records: list[dict]) -> dict[tuple[str, str], str]:
@@ -80,16 +85,23 @@ def changed_rows(spark: SparkSession, cfg: Config) -> dict[str, list]:
     return changed
 
 
-def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest_log: DigestLog) -> list[dict]:
-    """The records of the erasures done and not yet recorded, oldest first ([] in the usual case, at the
-    cost of one small read of ``ops.erasures``)."""
+def is_token(value: object) -> bool:
+    """An erasure's token as ``token_for`` makes it: ``erased:`` and twelve hex digits. Anything else (an
+    empty string is in every text) claims no row."""
+    return isinstance(value, str) and TOKEN.fullmatch(value) is not None
+
+
+def erasure_records(
+    spark: SparkSession, cfg: Config, recorded: set[str], digest_log: DigestLog, erasure_id: str
+) -> list[dict]:
+    """The record of erasure ``erasure_id``, which the running process has just finished, when it is done
+    and not recorded yet ([] otherwise). Only the erasure's own run signs it: ``ops.erasures`` lies in the
+    lake, and a row someone added there must never become a lawful rewrite in a routine run's digest."""
     table = tables(cfg).erasures
-    if not spark.catalog.tableExists(table):
+    if not spark.catalog.tableExists(table) or erasure_id in recorded:
         return []
     done = [
-        r
-        for r in spark.table(table).where(F.col("status") == DONE).orderBy("erased_at").collect()
-        if r["erasure_id"] not in recorded
+        r for r in spark.table(table).where((F.col("status") == DONE) & (F.col("erasure_id") == erasure_id)).collect()
     ]
     if not done:
         return []
@@ -100,7 +112,11 @@ def erasure_records(spark: SparkSession, cfg: Config, recorded: set[str], digest
         for row in rows:
             if accepted.get((name, row["row_id"])) == row["now"]:
                 continue
-            holders = [i for i, e in enumerate(done) if any(tok in (row["content"] or "") for tok in e["tokens"] or [])]
+            holders = [
+                i
+                for i, e in enumerate(done)
+                if any(is_token(tok) and tok in (row["content"] or "") for tok in e["tokens"] or [])
+            ]
             if holders:
                 owner[(name, row["row_id"])] = (holders[-1], row["content_hash"], row["now"])
     files = _rewritten_files(spark, cfg)

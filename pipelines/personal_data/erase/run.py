@@ -154,13 +154,14 @@ def finish_erasure(spark: SparkSession, cfg: Config, pending: PendingErasure, lo
     if files:
         log(f"erase: {files} validation result / Data Docs files under {cfg.quality_dir} rewritten")
     record_done(spark, cfg, report)
-    clear_pending(spark, cfg)  # the identifiers in clear go with it
     log(
         f"erase {pending.erasure_id}: {report.rows_total} rows in {len(report.rows_by_table)} tables pseudonymised; "
         f"recorded in {tables(cfg).erasures}"
     )
-    # which rows it rewrote, signed: `auditlake verify` accepts exactly those rewrites
+    # which rows it rewrote, signed by this run alone (`auditlake verify` accepts exactly those rewrites),
+    # before the sealed state goes: a run killed in between finishes the erasure again and signs it then
     write_digest(cfg, "erasure", pending.erasure_id, spark, log=log)
+    clear_pending(spark, cfg)  # the identifiers in clear go with it
     for note in (deliveries_note(deliveries), ocsf_exports_note(spark, cfg)):
         if note:
             log(note)
