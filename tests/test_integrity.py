@@ -707,3 +707,39 @@ def test_the_report_lines_name_the_first_break():
 
     v = Verification(digests=2, digests_valid=1, findings=["x: broken", "y: broken"])
     assert report.lines(v, verbose=False)[-1] == "verify: the trail is broken: x: broken"
+
+
+def test_a_malformed_digest_is_a_finding_never_a_crash():
+    """A digest edited into odd JSON — a key given twice (which value counts is the parser's choice), a
+    lone surrogate (no canonical form to check a signature over), a list where the link should be — is
+    named, and the check goes on."""
+    from pipelines.integrity.digest_log import StoredDigest
+    from pipelines.integrity.verify import Verification, check_chain
+
+    key = Ed25519PrivateKey.generate()
+    digest = {
+        "seq": 1,
+        "kind": "refresh",
+        "period": {"from": None, "to": "2026-06-01T00:00:00Z"},
+        "tables": {},
+        "files": [],
+        "erasures": [],
+        "previous": None,
+        "public_key": fingerprint(key.public_key()),
+    }
+    digest["signature"] = sign(key, unsigned(digest))
+    good = file_bytes(digest)
+    cases = {
+        "a key twice": good.replace(b'"kind":"refresh"', b'"kind":"refresh","kind":"hold"'),
+        "a lone surrogate": good.replace(b'"files":[]', b'"files":[],"note":"\\ud800"'),
+        "a list for the link": good.replace(b'"previous":null', b'"previous":["00000000-refresh.json"]'),
+    }
+    for what, data in {"as signed": good, **cases}.items():
+        assert data != good or what == "as signed"
+        v = Verification()
+        stored = StoredDigest("00000001-refresh.json", 1, "refresh", lambda data=data: data)
+        check_chain([stored], [key.public_key()], v)
+        if what == "as signed":
+            assert (v.findings, v.digests_valid) == ([], 1)
+        else:
+            assert v.findings and v.findings[0].startswith("00000001-refresh.json: ") and v.digests_valid == 0, what

@@ -63,10 +63,17 @@ class StoredDigest:
     def parsed(self) -> dict | None:
         """The digest, or None when its bytes are not a JSON object."""
         try:
-            value = json.loads(self.raw)
-        except ValueError:
+            value = json.loads(self.raw, object_pairs_hook=_no_duplicate_keys)
+        except ValueError:  # not JSON, or a key given twice (which value a reader takes is the parser's choice)
             return None
         return value if isinstance(value, dict) else None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key given twice")
+    return dict(pairs)
 
 
 class DigestLog:

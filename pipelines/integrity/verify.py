@@ -72,7 +72,18 @@ def _well_formed(digest: dict) -> bool:
         and isinstance(digest.get("tables"), dict)
         and all(isinstance(part, dict) and isinstance(part.get("runs", {}), dict) for part in digest["tables"].values())
         and all(isinstance(digest.get(k, []), list) for k in ("files", "erasures", "holds", "retention"))
+        and isinstance(digest.get("previous"), (dict, type(None)))
+        and all(isinstance(digest.get(k), (str, type(None))) for k in ("public_key", "signature"))
     )
+
+
+def _signature_holds(key: Ed25519PublicKey, parsed: dict) -> bool:
+    """The digest's signature under ``key``; False too when its content cannot be put in canonical form
+    (a lone surrogate, say): the signer never writes such a digest."""
+    try:
+        return signature_holds(key, unsigned(parsed), str(parsed.get("signature") or ""))
+    except (UnicodeError, TypeError, ValueError):
+        return False
 
 
 def check_chain(stored: list[StoredDigest], keys: list[Ed25519PublicKey], v: Verification) -> list[dict]:
@@ -101,7 +112,7 @@ def check_chain(stored: list[StoredDigest], keys: list[Ed25519PublicKey], v: Ver
         key = by_fingerprint.get(parsed.get("public_key"))
         if key is None:
             problems.append(f"{digest.name}: signed with another key ({parsed.get('public_key')}, not {expected_key})")
-        elif not signature_holds(key, unsigned(parsed), str(parsed.get("signature", ""))):
+        elif not _signature_holds(key, parsed):
             problems.append(f"{digest.name}: its signature does not hold: the digest was edited after signing")
         link = parsed.get("previous")
         if i == 0:
