@@ -743,3 +743,18 @@ def test_a_malformed_digest_is_a_finding_never_a_crash():
             assert (v.findings, v.digests_valid) == ([], 1)
         else:
             assert v.findings and v.findings[0].startswith("00000001-refresh.json: ") and v.digests_valid == 0, what
+
+    # periods are continuous: a second digest whose period starts later than the first one's ends
+    later = dict(digest, seq=2, period={"from": "2026-06-01T01:00:00Z", "to": "2026-06-01T02:00:00Z"})
+    later["previous"] = {"name": "00000001-refresh.json", "sha256": hashlib.sha256(good).hexdigest()}
+    later.pop("signature")
+    later["signature"] = sign(key, unsigned(later))
+    v = Verification()
+    pair = [(1, good), (2, file_bytes(later))]
+    check_chain(
+        [StoredDigest(f"{n:08d}-refresh.json", n, "refresh", lambda d=d: d) for n, d in pair], [key.public_key()], v
+    )
+    assert v.findings == [
+        "00000002-refresh.json: its period starts at 2026-06-01T01:00:00Z, not where the one before ends "
+        "(2026-06-01T00:00:00Z): a gap no digest covers"
+    ]

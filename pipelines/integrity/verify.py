@@ -115,6 +115,11 @@ def check_chain(stored: list[StoredDigest], keys: list[Ed25519PublicKey], v: Ver
         elif not _signature_holds(key, parsed):
             problems.append(f"{digest.name}: its signature does not hold: the digest was edited after signing")
         link = parsed.get("previous")
+        if valid and parsed["period"].get("from") != valid[-1]["period"].get("to"):
+            problems.append(
+                f"{digest.name}: its period starts at {parsed['period'].get('from')}, not where the one before "
+                f"ends ({valid[-1]['period'].get('to')}): a gap no digest covers"
+            )
         if i == 0:
             if link is not None:
                 problems.append(f"{digest.name}: it follows {link.get('name')}, so it cannot be the first")
