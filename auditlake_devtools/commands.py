@@ -235,7 +235,8 @@ def register(sub) -> None:
         "export, full and after a +1%% delivery, beside Spark's bare copy; refresh: whole "
         "`auditlake refresh` processes on the demo's sample: first load, nothing new, a delivery; "
         "history: a delivery's gold on 0.5M events of history and on --events (silver seeded); "
-        "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session; "
+        "serve: --sessions analysts on the analysts' server of this lake, alone and beside an abusive session, "
+        "with one session each, a session per statement (closed, after GetTables and GetColumns, never closed); "
         "trail: the signed digest's share of a +1%% delivery's refresh, and `verify` beside Spark's bare scan; "
         "server-logs: a Tableau Server log tree copied and landed, beside Spark's bare scan of it",
     )

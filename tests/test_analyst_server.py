@@ -311,6 +311,12 @@ def test_clients_opening_a_session_per_query_and_never_closing_most_get_every_an
     assert max(r["seconds"] for r in results) < QUERY_TIMEOUT, max(r["seconds"] for r in results)
     assert all("Invalid SessionHandle" in idle for idle in report["idle"]), report["idle"]
     assert launcher.poll() is None
+    # each session ran its jobs in a scheduler pool of its own: the closed ones' are gone
+    sweeps = [ln for ln in _server_jvm_log(launcher).splitlines() if "session pools left" in ln]
+    assert sweeps, "no scheduler pool removed"
+    removed = sum(int(ln.split("removed ")[1].split()[0]) for ln in sweeps)
+    left = int(sweeps[-1].split("; ")[-1].split()[0])
+    assert removed >= 100 and left <= job["processes"], sweeps[-3:]
 
 
 def test_one_analysts_abusive_statements_cost_only_their_session(spark, gold_lake, analysts):
@@ -395,6 +401,14 @@ def test_a_jvm_killed_under_the_watch_is_told_by_its_signal_whatever_its_gateway
         if gateway.proc.poll() is None:
             gateway.proc.kill()
         gateway.proc.wait()
+
+
+def _server_jvm_log(launcher) -> str:
+    """The running analysts' server's own Spark log (``logs/spark.log`` in its state folder, its JVM's
+    working directory)."""
+    jvms = _descendants(launcher.pid, "java")
+    assert len(jvms) == 1, jvms
+    return (Path(f"/proc/{jvms[0]}/cwd").resolve() / "logs" / "spark.log").read_text(errors="replace")
 
 
 def _descendants(pid: int, name: str) -> list[int]:

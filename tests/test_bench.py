@@ -410,12 +410,14 @@ def test_the_machines_speed_reading_gives_compute_and_memory_seconds(monkeypatch
 
 
 def test_the_serve_bench_runs_the_analyst_guides_queries_and_judges_the_target():
-    from auditlake_devtools.bench_serve import guide_queries, render_serve
+    from auditlake_devtools.bench_serve import MODES, error_kinds, guide_queries, render_serve
 
     queries = guide_queries()
     assert len(queries) >= 10
     assert all("analyst." in q and "gold." not in q for q in queries)
-    figures = {"answers": 100, "per_second": 2.0, "p50": 0.5, "p95": 1.0, "errors": 0, "first_error": ""}
+    figures = {"answers": 100, "per_second": 2.0, "p50": 0.5, "p95": 1.0, "max": 3.0, "errors": 0, "first_error": ""}
+    alone = {**figures, "abusive": 0, "abusive_refused": 0, "error_kinds": {}}
+    beside = {**figures, "p95": 2.5, "abusive": 6, "abusive_refused": 6, "error_kinds": {}}
     fig = {
         "sessions": 8,
         "seconds": 60,
@@ -423,9 +425,16 @@ def test_the_serve_bench_runs_the_analyst_guides_queries_and_judges_the_target()
         "timeout": 300,
         "machine": "a machine",
         "up": True,
-        "alone": {**figures, "abusive": 0, "abusive_refused": 0},
-        "beside": {**figures, "p95": 2.5, "abusive": 6, "abusive_refused": 6},
+        "modes": {mode: {"alone": dict(alone), "beside": dict(beside)} for mode in MODES},
     }
-    assert "is 2.50x their p95 alone (target: at most 2x, no error, the server up): not met." in render_serve(fig)
-    fig["beside"]["p95"] = 1.5
-    assert "is 1.50x their p95 alone (target: at most 2x, no error, the server up): met." in render_serve(fig)
+    assert "one long-lived session each: p95 beside 2.50x alone, 0 errors, max 3.00 s: not met" in render_serve(fig)
+    for phases in fig["modes"].values():
+        phases["beside"]["p95"] = 1.5
+    dropped = fig["modes"]["dropped"]["beside"]
+    dropped.update(errors=3, error_kinds=error_kinds(["KeyError: None", "KeyError: None", "TTransportException: 7"]))
+    text = render_serve(fig)
+    assert "one long-lived session each: p95 beside 1.50x alone, 0 errors, max 3.00 s: met" in text
+    assert "a session per statement, never closed: p95 beside 1.50x alone, 3 errors, max 3.00 s: not met" in text
+    assert "- a session per statement, never closed, beside: 2 x `KeyError: None`" in text
+    assert "1 x `TTransportException: N`" in text
+    assert len([ln for ln in text.splitlines() if ln.startswith("| ")]) == 1 + 2 * len(MODES)

@@ -4,7 +4,14 @@ import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
 
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
 import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.Pool;
+import org.apache.spark.scheduler.Schedulable;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.TaskScheduler;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.expressions.CallMethodViaReflection;
@@ -35,6 +42,9 @@ import scala.runtime.BoxedUnit;
  * spark.auditlake.serve.fixed} keep the values the server started with (a client can set any
  * setting when it opens a session, without a statement), and each session's jobs run in a FAIR
  * scheduler pool of its own, so that one analyst's statements queue behind each other, not others'.
+ * Spark makes a pool on a job's first use of its name and never removes it, and its scheduler sorts
+ * every pool at each round: the server removes the idle ones whenever a session closes ({@link
+ * PoolSweeper}).
  *
  * <p>The one session the rule trusts is the server's own, which makes the views ({@link #trust}).
  */
@@ -50,6 +60,9 @@ public final class ReadOnlyExtension extends AbstractFunction1<SparkSessionExten
     private static final Set<String> REFUSED_NODES = new HashSet<>(Arrays.asList(
         "ScriptTransformation", "InsertIntoDir", "InsertIntoStatement"));
 
+    static final String POOL_PREFIX = "session-";
+    private static final Logger LOG = LogManager.getLogger("auditlake.serve.pools");
+
     private static volatile SparkSession trusted;
 
     /** The server's own session: the only one that may write (its views). Set once, before serving. */
@@ -57,7 +70,61 @@ public final class ReadOnlyExtension extends AbstractFunction1<SparkSessionExten
         if (trusted != null && trusted != session) {
             throw new IllegalStateException("auditlake: a trusted session is already set");
         }
+        if (trusted == null) {
+            session.sparkContext().addSparkListener(new PoolSweeper(session.sparkContext()));
+        }
         trusted = session;
+    }
+
+    /**
+     * Removes the sessions' pools that hold no task set, each time a Thrift session closes, so that the
+     * pools do not grow with every session the server ever had. A pool's only state is its task sets
+     * (its weight and minimum share are the defaults), so an idle pool of a session still open is
+     * removed too and made again, the same, by that session's next job. The scheduler adds task sets
+     * to pools, and pools to the root, holding its own lock: the sweep holds it too, so no pool is
+     * removed between being found and being given a task set.
+     */
+    static final class PoolSweeper extends SparkListener {
+        private static final String SESSION_CLOSED = "SparkListenerThriftServerSessionClosed";
+        private final SparkContext context;
+
+        PoolSweeper(SparkContext context) {
+            this.context = context;
+        }
+
+        @Override
+        public void onOtherEvent(SparkListenerEvent event) {
+            // the Thrift server's own event class, matched by name: this class is compiled without its JAR
+            if (SESSION_CLOSED.equals(event.getClass().getSimpleName())) {
+                sweep();
+            }
+        }
+
+        void sweep() {
+            TaskScheduler scheduler = context.taskScheduler();
+            if (scheduler == null) {
+                return;
+            }
+            int removed = 0;
+            int left = 0;
+            synchronized (scheduler) {
+                Pool root = scheduler.rootPool();
+                for (Schedulable pool : root.schedulableQueue()) {
+                    if (!pool.name().startsWith(POOL_PREFIX)) {
+                        continue;
+                    }
+                    if (pool.schedulableQueue().isEmpty() && pool.runningTasks() == 0) {
+                        root.removeSchedulable(pool);
+                        removed++;
+                    } else {
+                        left++;
+                    }
+                }
+            }
+            if (removed > 0) {
+                LOG.info("removed {} idle session scheduler pools; {} session pools left", removed, left);
+            }
+        }
     }
 
     @Override
@@ -88,7 +155,7 @@ public final class ReadOnlyExtension extends AbstractFunction1<SparkSessionExten
     /** A session's own pool, and the server's values back wherever the session changed them. */
     private static void holdSettings(SparkSession session) {
         SparkContext context = session.sparkContext();
-        String pool = "session-" + Integer.toHexString(System.identityHashCode(session));
+        String pool = POOL_PREFIX + Integer.toHexString(System.identityHashCode(session));
         context.setLocalProperty(POOL_PROPERTY, pool);
         if (!pool.equals(session.conf().get(POOL_KEY, null))) {
             session.conf().set(POOL_KEY, pool);
