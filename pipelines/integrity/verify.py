@@ -236,7 +236,11 @@ def check_rows(spark: SparkSession, cfg: Config, digests: list[dict], records: l
                 .where(~F.col("now").eqNullSafe(F.col("content_hash")))
                 .collect()
             )
-            unexplained = [r for r in changed if accepted.get((table.name, r["row_id"])) != r["now"]]
+            unexplained = [
+                r
+                for r in changed
+                if (table.name, r["row_id"]) not in accepted or accepted[(table.name, r["row_id"])] != r["now"]
+            ]
             _check_not_undone(spark, table, accepted, v)
             v.rows_pseudonymised += len(changed) - len(unexplained)
             if unexplained:
